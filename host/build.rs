@@ -1,0 +1,157 @@
+//! Builds the Lua guest component (`lua-guest/`) for wasm32-wasip2 and tells the host
+//! crate where it is, so `toolcell` embeds it and ships as one file.
+//!
+//! The guest is built by a nested `cargo build` into its own target directory (the
+//! outer build holds the lock of its own). Its C code (Lua) is compiled by zig's clang
+//! through `tools/wasm-cc`; both the Rust target and zig are checked up front so a
+//! missing one gives a one-line fix instead of a page of compiler errors.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+const TARGET: &str = "wasm32-wasip2";
+const PROFILE: &str = "guest";
+
+fn main() {
+    let host_dir =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let workspace = host_dir
+        .parent()
+        .expect("host/ lives in the workspace")
+        .to_path_buf();
+    for watched in [
+        "lua-guest/src",
+        "lua-guest/csrc",
+        "lua-guest/build.rs",
+        "lua-guest/Cargo.toml",
+        "wit",
+        "tools",
+    ] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join(watched).display()
+        );
+    }
+    println!("cargo:rerun-if-env-changed=TOOLCELL_GUEST_TARGET_DIR");
+    println!("cargo:rerun-if-env-changed=TOOLCELL_PYTHON");
+
+    let target_dir = env::var_os("TOOLCELL_GUEST_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target").join("guest"));
+    check_prerequisites();
+    build_guest(&workspace, &target_dir);
+
+    let artifact = target_dir
+        .join(TARGET)
+        .join(PROFILE)
+        .join("toolcell_lua_guest.wasm");
+    let bytes = std::fs::read(&artifact).unwrap_or_else(|error| {
+        fail(&format!(
+            "the guest build produced no {}: {error}",
+            artifact.display()
+        ))
+    });
+    let digest = Sha256::digest(&bytes);
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    println!(
+        "cargo:rustc-env=TOOLCELL_LUA_GUEST_WASM={}",
+        artifact.display()
+    );
+    println!("cargo:rustc-env=TOOLCELL_LUA_GUEST_SHA256={hex}");
+}
+
+fn check_prerequisites() {
+    let sysroot = Command::new(env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
+    if let Some(sysroot) = sysroot
+        && !sysroot.join("lib/rustlib").join(TARGET).exists()
+    {
+        fail(&format!(
+            "the Rust target {TARGET} is missing: run `rustup target add {TARGET}`"
+        ));
+    }
+    let python = env::var("TOOLCELL_PYTHON").unwrap_or_else(|_| "python3".into());
+    let zig = Command::new(&python)
+        .args(["-m", "ziglang", "version"])
+        .output();
+    if !zig.is_ok_and(|output| output.status.success()) {
+        fail(&format!(
+            "zig (the C compiler for the Lua guest) is missing: run `{python} -m pip install ziglang==0.17.1`"
+        ));
+    }
+}
+
+fn build_guest(workspace: &Path, target_dir: &Path) {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let tools = workspace.join("tools");
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace)
+        .args([
+            "build",
+            "--package",
+            "toolcell-lua-guest",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+        ])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .env(
+            format!("CC_{}", TARGET.replace('-', "_")),
+            tools.join("wasm-cc"),
+        )
+        .env(
+            format!("AR_{}", TARGET.replace('-', "_")),
+            tools.join("wasm-ar"),
+        );
+    // The outer build's settings are for the host; none of them may leak into the guest.
+    // Keep what concerns fetching crates and the jobserver.
+    const KEPT: [&str; 8] = [
+        "CARGO_HOME",
+        "CARGO_MAKEFLAGS",
+        "CARGO_NET_",
+        "CARGO_HTTP_",
+        "CARGO_REGISTRIES_",
+        "CARGO_REGISTRY_",
+        "CARGO_SOURCE_",
+        "CARGO_TERM_",
+    ];
+    for (name, _) in env::vars_os() {
+        let name = name.to_string_lossy();
+        let leaks = name.starts_with("CARGO_") && !KEPT.iter().any(|kept| name.starts_with(kept));
+        if leaks
+            || [
+                "RUSTFLAGS",
+                "RUSTC_WORKSPACE_WRAPPER",
+                "RUSTC_WRAPPER",
+                "RUSTDOCFLAGS",
+            ]
+            .contains(&&*name)
+        {
+            command.env_remove(&*name);
+        }
+    }
+    let status = command.status().unwrap_or_else(|error| {
+        fail(&format!(
+            "could not run cargo to build the Lua guest: {error}"
+        ))
+    });
+    if !status.success() {
+        fail("building the Lua guest (lua-guest/) for wasm32-wasip2 failed; see the errors above");
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    println!("cargo:warning={message}");
+    std::process::exit(1);
+}

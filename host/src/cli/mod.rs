@@ -1,0 +1,142 @@
+//! The `toolcell` command line.
+//!
+//! Exit codes: 0 when the command (or the tool) succeeded, 1 when the tool ran and
+//! failed, 2 for usage errors (unknown tool, bad arguments, missing directory, bad
+//! config). Results go to stdout; logs and diagnostics go to stderr.
+
+mod call;
+mod list;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Config;
+use crate::http::HostGrant;
+use crate::{Runtime, RuntimeBuilder};
+
+/// Exit code of a usage error.
+const USAGE: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "toolcell",
+    version,
+    about = "Run AI-agent tool plugins inside WebAssembly sandboxes"
+)]
+struct Cli {
+    /// More log output on stderr (-v: info, -vv: debug). RUST_LOG overrides it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Invoke one tool and print its result.
+    Call(call::CallArgs),
+    /// List the tools of the loaded plugins.
+    List(list::ListArgs),
+}
+
+/// Where plugins come from and what they may touch; shared by every command that
+/// loads plugins.
+#[derive(Args, Debug)]
+struct PluginArgs {
+    /// A directory of plugins (*.lua, *.wasm); repeatable. Default: ~/.config/toolcell/plugins
+    #[arg(long = "plugins", value_name = "DIR")]
+    plugins: Vec<PathBuf>,
+    /// A TOML configuration file ([tools.NAME] tables become clm.config; see the README).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The only directory tree clm.read_file / clm.write_file may touch. Default: the current directory
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Let plugins reach HOST (any port) or HOST:PORT even if it is loopback, private or
+    /// link-local; `*.domain` matches subdomains. Repeatable.
+    #[arg(long = "allow-http", value_name = "HOST[:PORT]")]
+    allow_http: Vec<HostGrant>,
+}
+
+impl PluginArgs {
+    /// Loads the plugins as the arguments say. Errors are usage errors.
+    fn load(&self, runtime: &tokio::runtime::Runtime) -> Result<Runtime, String> {
+        let mut builder = RuntimeBuilder::default();
+        if let Some(path) = &self.config {
+            builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
+        }
+        let dirs = if self.plugins.is_empty() {
+            vec![default_plugin_dir()?]
+        } else {
+            self.plugins.clone()
+        };
+        for dir in dirs {
+            builder = builder.plugin_dir(dir);
+        }
+        if let Some(root) = &self.root {
+            builder = builder.root(root.clone());
+        }
+        for grant in &self.allow_http {
+            builder = builder.allow_http(grant.clone());
+        }
+        runtime
+            .block_on(builder.build())
+            .map_err(|error| error.to_string())
+    }
+}
+
+fn default_plugin_dir() -> Result<PathBuf, String> {
+    let home =
+        std::env::var_os("HOME").ok_or("no --plugins directory given and HOME is not set")?;
+    Ok(PathBuf::from(home).join(".config/toolcell/plugins"))
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { USAGE } else { 0 });
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return usage_error(&format!("cannot start the async runtime: {error}")),
+    };
+    let code = match cli.command {
+        Command::Call(args) => call::run(&runtime, args),
+        Command::List(args) => list::run(&runtime, args),
+    };
+    // Plugins may have timers or requests pending; do not wait for them.
+    runtime.shutdown_background();
+    code
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// Prints a usage error and returns its exit code.
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(USAGE)
+}

@@ -1,0 +1,251 @@
+//! The configuration file (`--config FILE`, TOML).
+//!
+//! ```toml
+//! [tools.weather]            # becomes clm.config in the plugin whose file stem or
+//! api_key = "..."            # one of whose tools is named `weather`
+//!
+//! [limits]                   # every plugin (all keys optional)
+//! memory_mib = 8
+//! call_timeout_ms = 30000
+//! load_timeout_ms = 500
+//! fuel = 100000000000
+//!
+//! [http]                     # every plugin (all keys optional)
+//! allow = ["127.0.0.1", "*.example.com:8443"]
+//! public = true
+//! timeout_ms = 30000
+//! max_response_bytes = 4194304
+//! max_redirects = 5
+//!
+//! [plugins.weather.limits]   # one plugin (by file stem), over the global values
+//! memory_mib = 16
+//! [plugins.weather.http]
+//! allow = ["api.weather.example"]
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::http::{HostGrant, HttpPolicy, HttpSettings};
+use crate::limits::{Limits, MIB};
+
+/// A parsed configuration file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[tools.NAME]`: each plugin's `clm.config`.
+    #[serde(default)]
+    pub tools: BTreeMap<String, toml::Table>,
+    /// `[limits]` for every plugin.
+    #[serde(default)]
+    pub limits: LimitsSection,
+    /// `[http]` for every plugin.
+    #[serde(default)]
+    pub http: HttpSection,
+    /// `[plugins.STEM]`: settings for one plugin.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginSection>,
+}
+
+/// `[limits]`: overrides of the default limits.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    /// The plugin's memory limit, in MiB.
+    pub memory_mib: Option<u64>,
+    /// Default per-call deadline, in milliseconds.
+    pub call_timeout_ms: Option<u64>,
+    /// Deadline of load-time code, in milliseconds.
+    pub load_timeout_ms: Option<u64>,
+    /// Fuel per call.
+    pub fuel: Option<u64>,
+}
+
+/// `[http]`: the HTTP policy and bounds.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// Hosts granted beyond the default policy (`HOST[:PORT]`, `*.domain[:PORT]`).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Whether hosts that are not granted may be reached when they are public.
+    pub public: Option<bool>,
+    /// Whole-request timeout, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Largest accepted response body, in bytes.
+    pub max_response_bytes: Option<u64>,
+    /// Most redirects followed per request.
+    pub max_redirects: Option<usize>,
+}
+
+/// `[plugins.STEM]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSection {
+    /// Limits for this plugin, over `[limits]`.
+    #[serde(default)]
+    pub limits: LimitsSection,
+    /// HTTP settings for this plugin, over `[http]`; its `allow` adds to the global list.
+    #[serde(default)]
+    pub http: HttpSection,
+}
+
+/// A configuration file that could not be used; the text says what and where.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    /// Reads and parses `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| {
+            ConfigError(format!(
+                "cannot read the config file {}: {error}",
+                path.display()
+            ))
+        })?;
+        Self::parse(&text)
+            .map_err(|ConfigError(message)| ConfigError(format!("{}: {message}", path.display())))
+    }
+
+    /// Parses configuration text and checks every value.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let config: Config =
+            toml::from_str(text).map_err(|error| ConfigError(one_line(&error.to_string())))?;
+        config.http.policy(&[]).map_err(ConfigError)?;
+        for (name, plugin) in &config.plugins {
+            plugin
+                .http
+                .policy(&[])
+                .map_err(|error| ConfigError(format!("[plugins.{name}.http] {error}")))?;
+        }
+        Ok(config)
+    }
+
+    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it.
+    pub fn tool_config_json(&self) -> HashMap<String, String> {
+        self.tools
+            .iter()
+            .map(|(name, table)| {
+                (
+                    name.clone(),
+                    toml_to_json(&toml::Value::Table(table.clone())).to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The limits of plugin `stem`: defaults, then `[limits]`, then its own section.
+    pub fn limits_for(&self, stem: &str, base: &Limits) -> Limits {
+        let mut limits = self.limits.apply(base.clone());
+        if let Some(plugin) = self.plugins.get(stem) {
+            limits = plugin.limits.apply(limits);
+        }
+        limits
+    }
+
+    /// The HTTP policy and settings of plugin `stem`, with `extra` grants (from the
+    /// command line) added to every plugin's.
+    pub fn http_for(&self, stem: &str, extra: &[HostGrant]) -> (HttpPolicy, HttpSettings) {
+        let mut section = self.http.clone();
+        if let Some(plugin) = self.plugins.get(stem) {
+            section.allow.extend(plugin.http.allow.iter().cloned());
+            section.public = plugin.http.public.or(section.public);
+            section.timeout_ms = plugin.http.timeout_ms.or(section.timeout_ms);
+            section.max_response_bytes = plugin
+                .http
+                .max_response_bytes
+                .or(section.max_response_bytes);
+            section.max_redirects = plugin.http.max_redirects.or(section.max_redirects);
+        }
+        // Checked in `parse`; an error here cannot happen for a parsed config.
+        let policy = section.policy(extra).unwrap_or(HttpPolicy);
+        (policy, section.settings())
+    }
+}
+
+impl LimitsSection {
+    fn apply(&self, mut limits: Limits) -> Limits {
+        if let Some(memory) = self.memory_mib {
+            limits = limits.with_memory(memory.saturating_mul(MIB));
+        }
+        if let Some(ms) = self.call_timeout_ms {
+            limits.call_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.load_timeout_ms {
+            limits.load_timeout = Duration::from_millis(ms);
+        }
+        if let Some(fuel) = self.fuel {
+            limits.fuel = fuel;
+        }
+        limits
+    }
+}
+
+impl HttpSection {
+    fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, String> {
+        let mut grants = extra.to_vec();
+        for entry in &self.allow {
+            grants.push(
+                entry
+                    .parse()
+                    .map_err(|error| format!("http.allow entry {entry:?}: {error}"))?,
+            );
+        }
+        Ok(HttpPolicy::new(grants, self.public.unwrap_or(true)))
+    }
+
+    fn settings(&self) -> HttpSettings {
+        let mut settings = HttpSettings::default();
+        if let Some(ms) = self.timeout_ms {
+            settings.timeout = Duration::from_millis(ms);
+        }
+        if let Some(bytes) = self.max_response_bytes {
+            settings.max_response_bytes = bytes;
+        }
+        if let Some(redirects) = self.max_redirects {
+            settings.max_redirects = redirects;
+        }
+        settings
+    }
+}
+
+/// TOML values as JSON; datetimes become their RFC 3339 text.
+fn toml_to_json(value: &toml::Value) -> serde_json::Value {
+    match value {
+        toml::Value::String(text) => serde_json::Value::String(text.clone()),
+        toml::Value::Integer(number) => serde_json::Value::from(*number),
+        toml::Value::Float(number) => serde_json::Number::from_f64(*number)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        toml::Value::Boolean(flag) => serde_json::Value::Bool(*flag),
+        toml::Value::Datetime(datetime) => serde_json::Value::String(datetime.to_string()),
+        toml::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(toml_to_json).collect())
+        }
+        toml::Value::Table(table) => serde_json::Value::Object(
+            table
+                .iter()
+                .map(|(key, value)| (key.clone(), toml_to_json(value)))
+                .collect(),
+        ),
+    }
+}
+
+/// toml's errors show a source snippet over several lines; keep the position (first
+/// line) and the reason (last line).
+fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    match (lines.first(), lines.last()) {
+        (Some(first), Some(last)) if lines.len() > 1 => format!("{first}: {last}"),
+        (Some(first), _) => first.to_string(),
+        _ => text.to_string(),
+    }
+}

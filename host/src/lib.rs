@@ -1,0 +1,28 @@
+//! toolcell: run AI-agent tool plugins inside WebAssembly sandboxes.
+//!
+//! Each plugin file (a clm Lua plugin, or a component in any language that targets the
+//! `toolcell:plugin` WIT world) runs in its own wasmtime component instance with its
+//! own memory cap, fuel budget and deadlines, and reaches files and the network only
+//! through host services that check every access. [`Runtime`] is the embedding API;
+//! the `toolcell` binary is a thin CLI over it.
+
+mod bindings;
+pub mod cache;
+pub mod cli;
+mod clock;
+pub mod config;
+mod debug_log;
+mod engine;
+pub mod files;
+mod guest;
+#[path = "http_stub.rs"]
+pub mod http;
+pub mod limits;
+mod runtime;
+mod sandbox;
+pub mod schema;
+
+pub use runtime::{
+    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, Runtime, RuntimeBuilder, ToolInfo,
+};
+pub use sandbox::CallOutcome;

@@ -1,0 +1,370 @@
+//! The task that owns one plugin's instance.
+//!
+//! Everything that touches the instance happens here, one step at a time: starting
+//! calls, delivering operation outcomes, cancelling calls (on request or when their
+//! deadline passes), and replacing the instance after a crash. Many actors run
+//! concurrently on tokio, so plugins never wait for each other; a long step yields to
+//! the executor at every epoch tick.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::sync::oneshot;
+
+use super::PluginContext;
+use super::instance::{Crash, Instance, LoadFailure, PluginPre};
+use super::ops::{CallId, OpEvent};
+use crate::bindings::{CallState, ToolSpec};
+
+/// How a call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The tool completed; the string is its output.
+    Completed(String),
+    /// The tool failed; the string is the message the model sees inside
+    /// "[tool failed: ...]".
+    Failed(String),
+}
+
+impl CallOutcome {
+    /// The text the model sees: the output, or "[tool failed: MESSAGE]".
+    pub fn model_text(&self) -> String {
+        match self {
+            CallOutcome::Completed(output) => output.clone(),
+            CallOutcome::Failed(message) => format!("[tool failed: {message}]"),
+        }
+    }
+}
+
+enum Command {
+    Start {
+        call: CallId,
+        tool: String,
+        args: String,
+        timeout: Duration,
+        reply: oneshot::Sender<CallOutcome>,
+    },
+    Cancel {
+        call: CallId,
+        reason: String,
+    },
+}
+
+/// A handle to a running plugin: how the runtime sends it calls.
+#[derive(Clone)]
+pub struct PluginHandle {
+    name: Arc<str>,
+    commands: UnboundedSender<Command>,
+}
+
+impl PluginHandle {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Starts call `call` of `tool`; the receiver yields its outcome.
+    pub fn start(
+        &self,
+        call: CallId,
+        tool: &str,
+        args: String,
+        timeout: Duration,
+    ) -> oneshot::Receiver<CallOutcome> {
+        let (reply, outcome) = oneshot::channel();
+        let command = Command::Start {
+            call,
+            tool: tool.to_string(),
+            args,
+            timeout,
+            reply,
+        };
+        if let Err(mpsc::error::SendError(Command::Start { reply, .. })) =
+            self.commands.send(command)
+        {
+            let _ = reply.send(CallOutcome::Failed(format!(
+                "plugin '{}' is not running",
+                self.name
+            )));
+        }
+        outcome
+    }
+
+    /// Cancels call `call` if it is still in flight; it fails with `reason`.
+    pub fn cancel(&self, call: CallId, reason: &str) {
+        let _ = self.commands.send(Command::Cancel {
+            call,
+            reason: reason.to_string(),
+        });
+    }
+}
+
+/// Loads a plugin into a fresh instance and starts its actor. Returns the handle and
+/// the tools the plugin registered.
+pub async fn spawn_plugin(
+    context: Arc<PluginContext>,
+    pre: PluginPre,
+) -> Result<(PluginHandle, Vec<ToolSpec>), LoadFailure> {
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let events_tx = Arc::new(events_tx);
+    let (instance, specs) = Instance::create(&context, &pre, events_tx.clone()).await?;
+    let (commands_tx, commands) = mpsc::unbounded_channel();
+    let handle = PluginHandle {
+        name: Arc::from(context.name.as_str()),
+        commands: commands_tx,
+    };
+    let actor = Actor {
+        context,
+        pre,
+        instance: Some(instance),
+        calls: HashMap::new(),
+        crashes: VecDeque::new(),
+        disabled: None,
+        events_tx,
+    };
+    tokio::spawn(actor.run(commands, events));
+    Ok((handle, specs))
+}
+
+/// A call in flight, as the host sees it.
+struct HostCall {
+    tool: String,
+    reply: oneshot::Sender<CallOutcome>,
+    deadline: Instant,
+    timeout: Duration,
+    fuel: u64,
+}
+
+struct Actor {
+    context: Arc<PluginContext>,
+    pre: PluginPre,
+    /// None after a crash, until the next call creates a fresh instance.
+    instance: Option<Instance>,
+    calls: HashMap<CallId, HostCall>,
+    crashes: VecDeque<Instant>,
+    disabled: Option<String>,
+    events_tx: Arc<UnboundedSender<OpEvent>>,
+}
+
+impl Actor {
+    async fn run(
+        mut self,
+        mut commands: UnboundedReceiver<Command>,
+        mut events: UnboundedReceiver<OpEvent>,
+    ) {
+        loop {
+            let next_deadline = self.calls.values().map(|call| call.deadline).min();
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(Command::Start { call, tool, args, timeout, reply }) => {
+                        self.start(call, tool, args, timeout, reply).await;
+                    }
+                    Some(Command::Cancel { call, reason }) => {
+                        self.cancel(call, &format!("cancelled: {reason}")).await;
+                    }
+                    None => break,
+                },
+                Some(event) = events.recv() => self.deliver(event).await,
+                () = sleep_until(next_deadline) => self.expire().await,
+            }
+        }
+        for (_, call) in self.calls.drain() {
+            let _ = call
+                .reply
+                .send(CallOutcome::Failed("the runtime shut down".to_string()));
+        }
+    }
+
+    async fn start(
+        &mut self,
+        call: CallId,
+        tool: String,
+        args: String,
+        timeout: Duration,
+        reply: oneshot::Sender<CallOutcome>,
+    ) {
+        if let Some(reason) = &self.disabled {
+            let _ = reply.send(CallOutcome::Failed(reason.clone()));
+            return;
+        }
+        if self.instance.is_none()
+            && let Err(failure) = self.restart().await
+        {
+            let _ = reply.send(CallOutcome::Failed(failure));
+            return;
+        }
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        let deadline = Instant::now() + timeout;
+        let mut fuel = self.context.limits.fuel;
+        let state = instance
+            .start(call, &tool, &args, deadline, &mut fuel)
+            .await;
+        let host_call = HostCall {
+            tool,
+            reply,
+            deadline,
+            timeout,
+            fuel,
+        };
+        self.settle(call, host_call, state);
+    }
+
+    /// Re-creates the instance after a crash. A failure counts as another crash.
+    async fn restart(&mut self) -> Result<(), String> {
+        match Instance::create(&self.context, &self.pre, self.events_tx.clone()).await {
+            Ok((instance, _)) => {
+                self.instance = Some(instance);
+                Ok(())
+            }
+            Err(failure) => {
+                let message = format!(
+                    "plugin '{}' could not be restarted: {failure}",
+                    self.context.name
+                );
+                self.note_crash(&message);
+                Err(message)
+            }
+        }
+    }
+
+    /// Acts on the state a step left the call in.
+    fn settle(&mut self, call: CallId, host_call: HostCall, state: Result<CallState, Crash>) {
+        let outcome = match state {
+            Ok(CallState::Pending) => {
+                self.calls.insert(call, host_call);
+                return;
+            }
+            Ok(CallState::Completed(output)) => CallOutcome::Completed(output),
+            Ok(CallState::Failed(message)) => CallOutcome::Failed(message),
+            Ok(CallState::TimedOut) => CallOutcome::Failed(timeout_message(&host_call)),
+            Err(crash) => {
+                self.crashed(crash, Some(host_call));
+                return;
+            }
+        };
+        if let Some(instance) = self.instance.as_mut() {
+            instance.end_call(call);
+        }
+        let _ = host_call.reply.send(outcome);
+    }
+
+    async fn deliver(&mut self, event: OpEvent) {
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        if !instance.ops().complete(event.op) {
+            return;
+        }
+        let Some(mut host_call) = self.calls.remove(&event.call) else {
+            return;
+        };
+        let state = instance
+            .resume(
+                event.call,
+                event.op,
+                &event.outcome,
+                host_call.deadline,
+                &mut host_call.fuel,
+            )
+            .await;
+        self.settle(event.call, host_call, state);
+    }
+
+    /// Fails every call whose deadline has passed.
+    async fn expire(&mut self) {
+        let now = Instant::now();
+        let due: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, call)| call.deadline <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for call in due {
+            let message = self
+                .calls
+                .get(&call)
+                .map(timeout_message)
+                .unwrap_or_default();
+            self.cancel(call, &message).await;
+        }
+    }
+
+    /// Ends call `call` inside the plugin and fails it with `message`.
+    async fn cancel(&mut self, call: CallId, message: &str) {
+        let Some(host_call) = self.calls.remove(&call) else {
+            return;
+        };
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        match instance.cancel(call, message).await {
+            Ok(()) => {
+                let _ = host_call
+                    .reply
+                    .send(CallOutcome::Failed(message.to_string()));
+            }
+            Err(crash) => self.crashed(crash, Some(host_call)),
+        }
+    }
+
+    /// Discards the trapped instance and fails every call it had in flight.
+    fn crashed(&mut self, crash: Crash, running: Option<HostCall>) {
+        let name = &self.context.name;
+        let message = format!(
+            "plugin '{name}' crashed: {} (its sandbox was discarded; the next call starts a fresh one)",
+            crash.0
+        );
+        tracing::warn!("{message}");
+        if let Some(mut instance) = self.instance.take() {
+            instance.ops().abort_all();
+        }
+        let waiting = self.calls.drain().map(|(_, call)| call);
+        for call in running.into_iter().chain(waiting) {
+            let _ = call.reply.send(CallOutcome::Failed(message.clone()));
+        }
+        self.note_crash(&crash.0);
+    }
+
+    /// Counts a crash; too many within the window disable the plugin.
+    fn note_crash(&mut self, reason: &str) {
+        let limits = &self.context.limits;
+        let now = Instant::now();
+        self.crashes.push_back(now);
+        while self
+            .crashes
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > limits.crash_window)
+        {
+            self.crashes.pop_front();
+        }
+        if self.crashes.len() >= limits.max_crashes {
+            let message = format!(
+                "plugin '{}' is disabled: it crashed {} times within {} s (last: {reason})",
+                self.context.name,
+                self.crashes.len(),
+                limits.crash_window.as_secs()
+            );
+            tracing::error!("{message}");
+            self.disabled = Some(message);
+        }
+    }
+}
+
+fn timeout_message(call: &HostCall) -> String {
+    format!(
+        "tool '{}' timed out after {} ms",
+        call.tool,
+        call.timeout.as_millis()
+    )
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}

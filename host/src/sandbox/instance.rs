@@ -1,0 +1,237 @@
+//! A live plugin instance: creating it, loading the plugin, and running one step at a
+//! time under the backstops (fuel per call, an epoch-checked hard deadline per step,
+//! the memory cap). A trap ends the instance; the caller discards it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::InstancePre;
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+
+use super::PluginContext;
+use super::ops::{OpEvent, Operations};
+use super::state::StoreState;
+use crate::bindings::{
+    CallState, LoadError, LoadRequest, OpOutcome, Plugin, PluginPre as BindingsPre, ToolSpec,
+};
+use crate::clock;
+use crate::limits::format_bytes;
+
+/// A component linked against the host, ready to instantiate many times.
+#[derive(Clone)]
+pub struct PluginPre {
+    pre: BindingsPre<StoreState>,
+}
+
+impl PluginPre {
+    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world).
+    pub fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+        Ok(PluginPre {
+            pre: BindingsPre::new(pre)?,
+        })
+    }
+
+    fn engine(&self) -> &Engine {
+        self.pre.engine()
+    }
+}
+
+/// Why a plugin could not load.
+#[derive(Debug, Clone)]
+pub enum LoadFailure {
+    /// Its load-time code ran past the load deadline.
+    TimedOut(Duration),
+    /// Its load-time code failed (a Lua error, a bad registration, ...).
+    Failed(String),
+    /// The instance trapped or could not be created.
+    Crashed(String),
+}
+
+impl std::fmt::Display for LoadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadFailure::TimedOut(limit) => {
+                write!(
+                    f,
+                    "its load-time code ran past the {} ms deadline",
+                    limit.as_millis()
+                )
+            }
+            LoadFailure::Failed(message) => f.write_str(message),
+            LoadFailure::Crashed(reason) => write!(f, "the sandbox trapped: {reason}"),
+        }
+    }
+}
+
+/// A trap that ended an instance, with the reason as users should read it.
+#[derive(Debug, Clone)]
+pub struct Crash(pub String);
+
+/// Raised by the epoch callback when a step overruns its hard deadline.
+#[derive(Debug)]
+struct HardDeadline;
+
+impl std::fmt::Display for HardDeadline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("hard deadline passed")
+    }
+}
+
+impl std::error::Error for HardDeadline {}
+
+/// A loaded plugin instance.
+pub struct Instance {
+    store: Store<StoreState>,
+    plugin: Plugin,
+}
+
+impl Instance {
+    /// Instantiates the plugin and runs its load-time code. Returns the instance and the
+    /// tools the plugin registered.
+    pub async fn create(
+        context: &Arc<PluginContext>,
+        pre: &PluginPre,
+        events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
+    ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
+        let limits = &context.limits;
+        let mut store = Store::new(pre.engine(), StoreState::new(context.clone(), events));
+        store.limiter(|state| &mut state.cap);
+        store.epoch_deadline_callback(|store| {
+            if Instant::now() >= store.data().hard_deadline {
+                Err(wasmtime::Error::new(HardDeadline))
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        arm(
+            &mut store,
+            limits.fuel,
+            Instant::now() + limits.load_timeout + limits.deadline_grace,
+        );
+        let plugin = pre
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error).0))?;
+        let request = LoadRequest {
+            name: context.name.clone(),
+            script: context.script.clone(),
+            deadline: clock::after(limits.load_timeout),
+            memory_limit: limits.memory,
+            debug_log: context.debug_log.is_some(),
+        };
+        let result = plugin
+            .toolcell_plugin_guest()
+            .call_load(&mut store, &request)
+            .await;
+        match result {
+            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error).0)),
+            Ok(Err(LoadError::TimedOut)) => Err(LoadFailure::TimedOut(limits.load_timeout)),
+            Ok(Err(LoadError::Failed(message))) => Err(LoadFailure::Failed(message)),
+            Ok(Ok(specs)) => Ok((Instance { store, plugin }, specs)),
+        }
+    }
+
+    /// The instance's operations.
+    pub fn ops(&mut self) -> &mut Operations {
+        &mut self.store.data_mut().ops
+    }
+
+    /// Starts call `call` of `tool`; `fuel` is the call's remaining budget.
+    pub async fn start(
+        &mut self,
+        call: u64,
+        tool: &str,
+        args: &str,
+        deadline: Instant,
+        fuel: &mut u64,
+    ) -> Result<CallState, Crash> {
+        self.ops().begin_call(call);
+        self.prepare(*fuel, deadline);
+        let guest = self.plugin.toolcell_plugin_guest();
+        let deadline_ns = clock::instant_to_nanos(deadline);
+        let result = guest
+            .call_start(&mut self.store, call, tool, args, deadline_ns)
+            .await;
+        self.finish(result, fuel)
+    }
+
+    /// Delivers the outcome of `op` to call `call`.
+    pub async fn resume(
+        &mut self,
+        call: u64,
+        op: u64,
+        outcome: &OpOutcome,
+        deadline: Instant,
+        fuel: &mut u64,
+    ) -> Result<CallState, Crash> {
+        self.prepare(*fuel, deadline);
+        let guest = self.plugin.toolcell_plugin_guest();
+        let result = guest.call_resume(&mut self.store, call, op, outcome).await;
+        self.finish(result, fuel)
+    }
+
+    /// Ends call `call` inside the plugin, and aborts its operations.
+    pub async fn cancel(&mut self, call: u64, reason: &str) -> Result<(), Crash> {
+        // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
+        // fresh budget and the grace period as its deadline.
+        let mut fuel = self.store.data().plugin.limits.fuel;
+        self.prepare(fuel, Instant::now());
+        let guest = self.plugin.toolcell_plugin_guest();
+        let result = guest.call_cancel(&mut self.store, call, reason).await;
+        self.ops().end_call(call);
+        self.finish(result, &mut fuel)
+    }
+
+    /// Ends a call the plugin reported as ended: aborts what it left pending.
+    pub fn end_call(&mut self, call: u64) {
+        self.ops().end_call(call);
+    }
+
+    fn prepare(&mut self, fuel: u64, deadline: Instant) {
+        let grace = self.store.data().plugin.limits.deadline_grace;
+        arm(&mut self.store, fuel, deadline + grace);
+    }
+
+    fn finish<R>(&mut self, result: wasmtime::Result<R>, fuel: &mut u64) -> Result<R, Crash> {
+        *fuel = self.store.get_fuel().unwrap_or(0);
+        result.map_err(|error| crash_reason(&self.store, &error))
+    }
+}
+
+/// Arms the backstops for the next step: the fuel it may burn and the instant after
+/// which the epoch callback traps it.
+fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
+    // Fuel is only unavailable when metering is off, which the engine never does.
+    let _ = store.set_fuel(fuel);
+    store.data_mut().hard_deadline = hard_deadline;
+    store.set_epoch_deadline(1);
+}
+
+/// Words a trap for users: which limit it hit, or what went wrong.
+fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error) -> Crash {
+    let limits = &store.data().plugin.limits;
+    if store.data().cap.was_hit() {
+        return Crash(format!(
+            "it exceeded its memory cap of {}",
+            format_bytes(limits.linear_memory)
+        ));
+    }
+    if error.downcast_ref::<HardDeadline>().is_some() {
+        return Crash("it kept running past its deadline without returning control".to_string());
+    }
+    let reason = match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => format!(
+            "it ran out of fuel (its budget is {} per call)",
+            limits.fuel
+        ),
+        Some(Trap::StackOverflow) => "its wasm stack overflowed".to_string(),
+        Some(Trap::Interrupt) => "it was interrupted".to_string(),
+        Some(Trap::UnreachableCodeReached) => {
+            "it aborted (a trap in the plugin's own code)".to_string()
+        }
+        Some(trap) => format!("it trapped: {trap}"),
+        None => format!("{error:#}"),
+    };
+    Crash(reason)
+}

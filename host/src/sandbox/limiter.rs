@@ -1,0 +1,69 @@
+//! The hard cap on a plugin instance's memory, enforced by the host.
+//!
+//! The guest's own allocator limit (8 MiB of Lua memory by default) is the first layer;
+//! this is the backstop for everything else in the instance (the runtime's Rust heap,
+//! buffers, a hostile component). A refused growth makes the guest's allocation fail,
+//! which traps it; the limiter remembers why so the crash message can say so.
+
+use wasmtime::ResourceLimiter;
+
+/// Caps linear memory and table growth of one store.
+#[derive(Debug)]
+pub struct MemoryCap {
+    max_memory: usize,
+    max_table_elements: usize,
+    hit: bool,
+}
+
+impl MemoryCap {
+    /// A cap of `max_memory` bytes of linear memory per instance.
+    pub fn new(max_memory: u64) -> Self {
+        MemoryCap {
+            max_memory: usize::try_from(max_memory).unwrap_or(usize::MAX),
+            max_table_elements: 100_000,
+            hit: false,
+        }
+    }
+
+    /// Whether a growth was refused since the store was created.
+    pub fn was_hit(&self) -> bool {
+        self.hit
+    }
+}
+
+impl ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.max_memory;
+        self.hit |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.max_table_elements;
+        self.hit |= !allowed;
+        Ok(allowed)
+    }
+
+    fn instances(&self) -> usize {
+        // The Lua guest is one component of a handful of core instances.
+        64
+    }
+
+    fn memories(&self) -> usize {
+        16
+    }
+
+    fn tables(&self) -> usize {
+        16
+    }
+}

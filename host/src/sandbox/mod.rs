@@ -1,0 +1,107 @@
+//! One plugin, one sandbox: a wasmtime component instance in its own `Store`, owned by
+//! one actor task.
+//!
+//! - `state`: what the store holds and the host services the plugin imports;
+//! - `ops`: the plugin's asynchronous operations (HTTP, timers);
+//! - `limiter`: the hard memory cap;
+//! - `instance`: creating an instance, loading the plugin, and running steps under
+//!   fuel and deadline backstops;
+//! - `actor`: the task that owns the instance, serialises its steps, delivers operation
+//!   outcomes, enforces call deadlines and restarts the instance after a crash.
+
+mod actor;
+mod instance;
+mod limiter;
+mod ops;
+mod state;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+pub use actor::{CallOutcome, PluginHandle, spawn_plugin};
+pub use instance::{LoadFailure, PluginPre};
+pub use state::{StoreState, add_to_linker};
+
+use crate::debug_log::DebugLog;
+use crate::files::FileRoot;
+use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
+use crate::limits::Limits;
+
+/// What one plugin may do: its limits and HTTP policy.
+#[derive(Clone, Debug)]
+pub struct PluginSettings {
+    /// Resource limits.
+    pub limits: Limits,
+    /// Which hosts the plugin may reach.
+    pub http_policy: HttpPolicy,
+    /// Bounds on its HTTP requests.
+    pub http_settings: HttpSettings,
+}
+
+/// Services every plugin of a runtime shares.
+#[derive(Clone)]
+pub struct SharedServices {
+    /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
+    pub tool_config: Arc<HashMap<String, String>>,
+    /// The granted root for file access; none means no file access at all.
+    pub files: Option<Arc<FileRoot>>,
+    /// The debug log, if enabled.
+    pub debug_log: Option<Arc<DebugLog>>,
+}
+
+/// Everything a plugin's sandbox needs to know about its plugin; shared read-only by
+/// the actor and every store the plugin ever gets.
+pub struct PluginContext {
+    /// The plugin's name: its file stem.
+    pub name: String,
+    /// The Lua script, for plugins run by the Lua guest.
+    pub script: Option<Vec<u8>>,
+    /// Resource limits.
+    pub limits: Limits,
+    /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
+    pub tool_config: Arc<HashMap<String, String>>,
+    /// The granted root for file access; none means no file access at all.
+    pub files: Option<Arc<FileRoot>>,
+    /// The debug log, if enabled.
+    pub debug_log: Option<Arc<DebugLog>>,
+    /// The plugin's HTTP policy and bounds.
+    pub http_policy: HttpPolicy,
+    /// See `http_policy`.
+    pub http_settings: HttpSettings,
+    /// The plugin's HTTP client, created on its first request.
+    http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
+}
+
+impl PluginContext {
+    /// A context for plugin `name` running `script` (for Lua plugins) under `settings`
+    /// and the services of `services`.
+    pub fn new(
+        name: String,
+        script: Option<Vec<u8>>,
+        settings: PluginSettings,
+        services: &SharedServices,
+    ) -> Self {
+        PluginContext {
+            name,
+            script,
+            limits: settings.limits,
+            tool_config: services.tool_config.clone(),
+            files: services.files.clone(),
+            debug_log: services.debug_log.clone(),
+            http_policy: settings.http_policy,
+            http_settings: settings.http_settings,
+            http_client: OnceLock::new(),
+        }
+    }
+
+    /// The plugin's HTTP client, created on first use.
+    pub fn http(&self) -> Result<Arc<PluginHttp>, String> {
+        self.http_client
+            .get_or_init(|| {
+                PluginHttp::new(self.http_policy.clone(), self.http_settings.clone())
+                    .map(Arc::new)
+                    .map_err(|error| error.to_string())
+            })
+            .clone()
+    }
+}

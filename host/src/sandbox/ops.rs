@@ -1,0 +1,191 @@
+//! Bookkeeping of a plugin's asynchronous operations (HTTP requests and timers).
+//!
+//! Operations run as tokio tasks beside the plugin; each sends its outcome to the
+//! plugin's actor, which delivers it to the guest with `resume`. The table here knows
+//! which call started which operation, enforces clm-tool(5)'s HTTP limits (8 in flight
+//! per plugin, 128 per call; the extra request fails at once, it is not queued), and
+//! aborts an operation's task when its waiter is cancelled or its call ends, which drops
+//! an HTTP request's connection.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::AbortHandle;
+
+use crate::bindings::OpOutcome;
+
+/// Host-chosen identifier of an invocation.
+pub type CallId = u64;
+/// Host-chosen identifier of an operation.
+pub type OpId = u64;
+
+/// At most this many HTTP requests of one plugin may be in flight (clm-tool(5)).
+pub const MAX_HTTP_IN_FLIGHT: usize = 8;
+/// A single tool call may make at most this many HTTP requests in total (clm-tool(5)).
+pub const MAX_HTTP_PER_CALL: u32 = 128;
+
+/// An operation's outcome on its way to the plugin's actor.
+#[derive(Debug)]
+pub struct OpEvent {
+    /// The call that started the operation.
+    pub call: CallId,
+    /// The operation.
+    pub op: OpId,
+    /// What happened.
+    pub outcome: OpOutcome,
+}
+
+struct Pending {
+    call: CallId,
+    abort: AbortHandle,
+    http: bool,
+}
+
+#[derive(Default)]
+struct CallOps {
+    http_started: u32,
+    ops: HashSet<OpId>,
+}
+
+/// The operations of one plugin instance.
+pub struct Operations {
+    next: OpId,
+    pending: HashMap<OpId, Pending>,
+    calls: HashMap<CallId, CallOps>,
+    http_in_flight: usize,
+    max_pending: usize,
+    events: Arc<UnboundedSender<OpEvent>>,
+}
+
+impl Operations {
+    /// An empty table whose operations report to `events`; at most `max_pending`
+    /// operations may be pending at once.
+    pub fn new(events: Arc<UnboundedSender<OpEvent>>, max_pending: usize) -> Self {
+        Operations {
+            next: 1,
+            pending: HashMap::new(),
+            calls: HashMap::new(),
+            http_in_flight: 0,
+            max_pending,
+            events,
+        }
+    }
+
+    /// Makes `call` known, so its coroutines may start operations.
+    pub fn begin_call(&mut self, call: CallId) {
+        self.calls.entry(call).or_default();
+    }
+
+    /// Forgets `call` and aborts every operation it still has pending.
+    pub fn end_call(&mut self, call: CallId) {
+        if let Some(call_ops) = self.calls.remove(&call) {
+            for op in call_ops.ops {
+                self.abort(op);
+            }
+        }
+    }
+
+    /// Aborts every pending operation of every call.
+    pub fn abort_all(&mut self) {
+        let calls: Vec<CallId> = self.calls.keys().copied().collect();
+        for call in calls {
+            self.end_call(call);
+        }
+    }
+
+    /// Takes `op` off the table when its outcome arrives. False when nobody waits for it
+    /// any more (cancelled, or its call ended), in which case the outcome is dropped.
+    pub fn complete(&mut self, op: OpId) -> bool {
+        match self.pending.remove(&op) {
+            Some(pending) => {
+                self.release(op, &pending);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Aborts `op` if it is still pending (the plugin stopped waiting for it).
+    pub fn abort(&mut self, op: OpId) {
+        if let Some(pending) = self.pending.remove(&op) {
+            pending.abort.abort();
+            self.release(op, &pending);
+        }
+    }
+
+    fn release(&mut self, op: OpId, pending: &Pending) {
+        if pending.http {
+            self.http_in_flight -= 1;
+        }
+        if let Some(call_ops) = self.calls.get_mut(&pending.call) {
+            call_ops.ops.remove(&op);
+        }
+    }
+
+    /// Checks that `call` may start one more operation (and one more HTTP request).
+    pub fn admit(&mut self, call: CallId, http: bool) -> Result<(), String> {
+        let Some(call_ops) = self.calls.get(&call) else {
+            return Err(format!("call {call} is not running"));
+        };
+        if self.pending.len() >= self.max_pending {
+            return Err(format!(
+                "too many pending operations (a plugin may have at most {})",
+                self.max_pending
+            ));
+        }
+        if http {
+            if self.http_in_flight >= MAX_HTTP_IN_FLIGHT {
+                return Err(format!(
+                    "too many HTTP requests in flight: a plugin may have at most {MAX_HTTP_IN_FLIGHT} at once"
+                ));
+            }
+            if call_ops.http_started >= MAX_HTTP_PER_CALL {
+                return Err(format!(
+                    "too many HTTP requests: a tool call may make at most {MAX_HTTP_PER_CALL}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts an admitted operation: runs `work` as a task and reports its outcome.
+    pub fn spawn(
+        &mut self,
+        call: CallId,
+        http: bool,
+        work: impl Future<Output = OpOutcome> + Send + 'static,
+    ) -> OpId {
+        let op = self.next;
+        self.next += 1;
+        let events = self.events.clone();
+        let task = tokio::spawn(async move {
+            let outcome = work.await;
+            let _ = events.send(OpEvent { call, op, outcome });
+        });
+        let call_ops = self.calls.entry(call).or_default();
+        call_ops.ops.insert(op);
+        if http {
+            call_ops.http_started += 1;
+            self.http_in_flight += 1;
+        }
+        self.pending.insert(
+            op,
+            Pending {
+                call,
+                abort: task.abort_handle(),
+                http,
+            },
+        );
+        op
+    }
+}
+
+impl Drop for Operations {
+    fn drop(&mut self) {
+        for pending in self.pending.values() {
+            pending.abort.abort();
+        }
+    }
+}

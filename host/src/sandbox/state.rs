@@ -1,0 +1,148 @@
+//! The data of a plugin's `Store`, and the host services (`toolcell:plugin/host`) the
+//! plugin imports.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::PluginContext;
+use super::limiter::MemoryCap;
+use super::ops::{OpEvent, Operations};
+use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
+use crate::clock;
+use crate::http::{self, Method};
+
+/// What a plugin's store holds.
+pub struct StoreState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    /// The hard memory cap.
+    pub(super) cap: MemoryCap,
+    /// The plugin this store runs.
+    pub(super) plugin: Arc<PluginContext>,
+    /// The plugin's pending operations.
+    pub(super) ops: Operations,
+    /// The step running now must end by this instant, or the epoch backstop traps it.
+    pub(super) hard_deadline: Instant,
+}
+
+impl StoreState {
+    /// A fresh state for `plugin`, whose operations report to `events`.
+    pub(super) fn new(
+        plugin: Arc<PluginContext>,
+        events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
+    ) -> Self {
+        // The guest's WASI is empty: no preopened directories, no environment, no
+        // arguments, no network, stdin empty and stdout/stderr discarded. Plugins reach
+        // the outside world only through `toolcell:plugin/host`.
+        let wasi = WasiCtx::builder()
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let cap = MemoryCap::new(plugin.limits.linear_memory);
+        let ops = Operations::new(events, plugin.limits.max_pending_ops);
+        StoreState {
+            wasi,
+            table: ResourceTable::new(),
+            cap,
+            plugin,
+            ops,
+            hard_deadline: Instant::now(),
+        }
+    }
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Adds the WASI interfaces (empty, see `StoreState::new`) and the toolcell host
+/// services to `linker`.
+pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    Ok(())
+}
+
+impl toolcell::plugin::types::Host for StoreState {}
+
+impl toolcell::plugin::host::Host for StoreState {
+    fn log(&mut self, message: String) {
+        if let Some(log) = &self.plugin.debug_log {
+            log.write(&self.plugin.name, &message);
+        }
+    }
+
+    fn now(&mut self) -> u64 {
+        clock::now()
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.plugin.tool_config.get(&key).cloned()
+    }
+
+    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+        let root = self.plugin.files.clone().ok_or_else(no_file_access)?;
+        let max_bytes = self.plugin.limits.memory;
+        tokio::task::spawn_blocking(move || root.read(&path, max_bytes))
+            .await
+            .unwrap_or_else(|error| Err(format!("the read was interrupted: {error}")))
+    }
+
+    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
+        let root = self.plugin.files.clone().ok_or_else(no_file_access)?;
+        tokio::task::spawn_blocking(move || root.write(&path, &content))
+            .await
+            .unwrap_or_else(|error| Err(format!("the write was interrupted: {error}")))
+    }
+
+    fn http_start(&mut self, call: u64, request: HttpRequest) -> Result<u64, String> {
+        let method = match request.method.as_str() {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            other => return Err(format!("unsupported HTTP method {other:?}")),
+        };
+        self.ops.admit(call, true)?;
+        let client = self.plugin.http()?;
+        let request = http::Request {
+            method,
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+        };
+        Ok(self.ops.spawn(call, true, async move {
+            match client.fetch(request).await {
+                Ok(response) => OpOutcome::HttpResponse(HttpResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: response.body,
+                }),
+                Err(error) => OpOutcome::HttpError(error.to_string()),
+            }
+        }))
+    }
+
+    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
+        self.ops.admit(call, false)?;
+        Ok(self.ops.spawn(call, false, async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            OpOutcome::TimerFired
+        }))
+    }
+
+    fn cancel_op(&mut self, op: u64) {
+        self.ops.abort(op);
+    }
+}
+
+fn no_file_access() -> String {
+    "file access is not granted to this plugin".to_string()
+}

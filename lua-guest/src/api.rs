@@ -1,0 +1,397 @@
+//! The plugin-facing globals of clm-tool(5): `clm` (tool registration, files, config,
+//! and through the prelude sleep/spawn/tasks), `http`, `json`, and the `ctx` object
+//! every invocation receives.
+
+use std::rc::Rc;
+
+use mlua::{Function, Lua, Table, UserData, UserDataMethods, Value};
+
+use crate::bindings::toolcell::plugin::host;
+use crate::bindings::toolcell::plugin::types::ToolSpec;
+use crate::errors::{self, api_error};
+use crate::sandbox::{self, Watchdog};
+use crate::scheduler::{self, CallId, Ending, Strand};
+use crate::{json, ops, tasks};
+
+/// The runtime's Lua code (see prelude.lua).
+const PRELUDE: &str = include_str!("prelude.lua");
+
+/// Longest tool name; names are `[A-Za-z0-9_-]` so they are valid function names for
+/// every model provider's tool schema.
+const MAX_TOOL_NAME: usize = 64;
+
+/// The tools a plugin registered, in registration order.
+#[derive(Default)]
+pub struct Registry {
+    /// Whether the plugin's load-time code is running (the only time it may register).
+    pub loading: bool,
+    /// Each tool's spec as reported to the host.
+    pub specs: Vec<ToolSpec>,
+    /// Each tool's `invoke` function, parallel to `specs`.
+    pub invokes: Vec<Function>,
+    /// The plugin's name, the first key `clm.config` is looked up by.
+    pub plugin_name: String,
+    /// Whether `clm.config` has been filled from the user's configuration.
+    pub config_matched: bool,
+}
+
+impl Registry {
+    /// The `invoke` function of a tool.
+    pub fn invoke(&self, name: &str) -> Option<Function> {
+        let index = self.specs.iter().position(|spec| spec.name == name)?;
+        self.invokes.get(index).cloned()
+    }
+}
+
+/// Installs every global of the plugin API.
+pub fn install(
+    lua: &Lua,
+    yield_fn: Function,
+    watchdog: Rc<Watchdog>,
+    json_limit: usize,
+) -> mlua::Result<()> {
+    json::install(lua, json_limit)?;
+    install_clm(lua)?;
+    let rt = lua.create_table()?;
+    rt.raw_set("yield", yield_fn)?;
+    let caught_watchdog = watchdog.clone();
+    rt.raw_set(
+        "caught",
+        lua.create_function(move |lua, error: Value| {
+            sandbox::caught(lua, &caught_watchdog, error)
+        })?,
+    )?;
+    rt.raw_set(
+        "aborting",
+        lua.create_function(move |_, ()| Ok(watchdog.tripped()))?,
+    )?;
+    ops::install(lua, &rt)?;
+    tasks::install(lua, &rt)?;
+    let task_methods: Table = lua.load(PRELUDE).set_name(errors::RUNTIME_CHUNK).call(rt)?;
+    lua.set_named_registry_value(tasks::METHODS_KEY, task_methods)?;
+    Ok(())
+}
+
+fn install_clm(lua: &Lua) -> mlua::Result<()> {
+    let clm = lua.create_table()?;
+    clm.raw_set("tool_register", lua.create_function(tool_register)?)?;
+    clm.raw_set("read_file", lua.create_function(read_file)?)?;
+    clm.raw_set("write_file", lua.create_function(write_file)?)?;
+    let config = lua.create_table()?;
+    let plugin_name = lua
+        .app_data_ref::<Registry>()
+        .map(|registry| registry.plugin_name.clone());
+    clm.raw_set("config", config.clone())?;
+    lua.set_named_registry_value(CONFIG_KEY, config)?;
+    if let Some(name) = plugin_name {
+        adopt_config(lua, &name)?;
+    }
+    lua.globals().raw_set("clm", clm)
+}
+
+/// Named registry key of the `clm.config` table (the plugin may replace the field).
+const CONFIG_KEY: &str = "toolcell.config";
+
+/// Fills `clm.config` from the user's configuration under `key`, unless an earlier key
+/// (the plugin's name, then its tools in registration order) already matched. The
+/// table stays the same object, so a reference taken at load time sees the contents.
+fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
+    let matched = lua
+        .app_data_ref::<Registry>()
+        .is_some_and(|registry| registry.config_matched);
+    if matched {
+        return Ok(());
+    }
+    let Some(text) = host::config(key) else {
+        return Ok(());
+    };
+    let Ok(Value::Table(entries)) = json::decode(lua, text.as_bytes()) else {
+        return Ok(());
+    };
+    let config: Table = lua.named_registry_value(CONFIG_KEY)?;
+    for pair in entries.pairs::<Value, Value>() {
+        let (name, value) = pair?;
+        config.raw_set(name, value)?;
+    }
+    if let Some(mut registry) = lua.app_data_mut::<Registry>() {
+        registry.config_matched = true;
+    }
+    Ok(())
+}
+
+/// `clm.read_file(path)`: the content, or nil plus an error string.
+fn read_file(lua: &Lua, path: Value) -> mlua::Result<(Value, Option<String>)> {
+    let path = path_argument(lua, "clm.read_file", path)?;
+    match host::read_file(&path) {
+        Ok(content) => Ok((Value::String(lua.create_string(content)?), None)),
+        Err(message) => Ok((Value::Nil, Some(message))),
+    }
+}
+
+/// `clm.write_file(path, content)`: true, or nil plus an error string.
+fn write_file(
+    lua: &Lua,
+    (path, content): (Value, Value),
+) -> mlua::Result<(Option<bool>, Option<String>)> {
+    let path = path_argument(lua, "clm.write_file", path)?;
+    let Value::String(content) = content else {
+        return Err(api_error(
+            lua,
+            format!(
+                "clm.write_file expects the content as a string, got {}",
+                content.type_name()
+            ),
+        ));
+    };
+    match host::write_file(&path, &content.as_bytes()) {
+        Ok(()) => Ok((Some(true), None)),
+        Err(message) => Ok((None, Some(message))),
+    }
+}
+
+fn path_argument(lua: &Lua, what: &str, path: Value) -> mlua::Result<String> {
+    match path {
+        Value::String(path) => match path.to_str() {
+            Ok(path) => Ok(path.to_string()),
+            Err(_) => Err(api_error(
+                lua,
+                format!("{what}: the path is not valid UTF-8"),
+            )),
+        },
+        other => Err(api_error(
+            lua,
+            format!("{what} expects a path string, got {}", other.type_name()),
+        )),
+    }
+}
+
+/// `clm.tool_register(name, spec)`, allowed only while the plugin loads.
+fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
+    let name = tool_name(lua, name)?;
+    let Value::Table(spec) = spec else {
+        return Err(api_error(
+            lua,
+            format!(
+                "clm.tool_register('{name}'): the spec must be a table, got {}",
+                spec.type_name()
+            ),
+        ));
+    };
+    let field_error = |field: &str, expected: &str, got: &Value| {
+        api_error(
+            lua,
+            format!(
+                "clm.tool_register('{name}'): {field} must be {expected}, got {}",
+                got.type_name()
+            ),
+        )
+    };
+    let invoke = match spec.raw_get::<Value>("invoke")? {
+        Value::Function(invoke) => invoke,
+        Value::Nil => {
+            return Err(api_error(
+                lua,
+                format!("clm.tool_register('{name}'): the spec has no invoke function"),
+            ));
+        }
+        other => return Err(field_error("invoke", "a function", &other)),
+    };
+    let description = match spec.raw_get::<Value>("description")? {
+        Value::Nil => String::new(),
+        Value::String(text) => text.to_string_lossy(),
+        other => return Err(field_error("description", "a string", &other)),
+    };
+    let params_schema = match spec.raw_get::<Value>("params_schema")? {
+        Value::Nil => None,
+        Value::Table(schema) => Some(
+            json::encode(lua, &Value::Table(schema), json::MAX_DECODE_BYTES).map_err(|error| {
+                api_error(
+                    lua,
+                    format!("clm.tool_register('{name}'): params_schema: {error}"),
+                )
+            })?,
+        ),
+        other => return Err(field_error("params_schema", "a table", &other)),
+    };
+    let timeout_ms = match spec.raw_get::<Value>("timeout_ms")? {
+        Value::Nil => None,
+        value => Some(timeout(&value).ok_or_else(|| {
+            field_error(
+                "timeout_ms",
+                "a positive whole number of milliseconds",
+                &value,
+            )
+        })?),
+    };
+    let flag = |field: &str| -> mlua::Result<bool> {
+        match spec.raw_get::<Value>(field)? {
+            Value::Nil => Ok(false),
+            Value::Boolean(flag) => Ok(flag),
+            other => Err(field_error(field, "a boolean", &other)),
+        }
+    };
+    let no_prompt = flag("no_prompt")?;
+    let hidden = flag("hidden")?;
+    let mut registry = lua
+        .try_app_data_mut::<Registry>()
+        .ok()
+        .flatten()
+        .ok_or_else(|| mlua::Error::runtime("the tool registry is busy"))?;
+    if !registry.loading {
+        return Err(api_error(
+            lua,
+            format!("clm.tool_register('{name}'): tools can only be registered at load time"),
+        ));
+    }
+    if registry.specs.iter().any(|spec| spec.name == name) {
+        return Err(api_error(
+            lua,
+            format!("clm.tool_register: tool '{name}' is already registered"),
+        ));
+    }
+    registry.specs.push(ToolSpec {
+        name: name.clone(),
+        description,
+        params_schema,
+        timeout_ms,
+        no_prompt,
+        hidden,
+    });
+    registry.invokes.push(invoke);
+    drop(registry);
+    adopt_config(lua, &name)
+}
+
+fn tool_name(lua: &Lua, name: Value) -> mlua::Result<String> {
+    let Value::String(name) = name else {
+        return Err(api_error(
+            lua,
+            format!(
+                "clm.tool_register expects a tool name string, got {}",
+                name.type_name()
+            ),
+        ));
+    };
+    let name = name.to_string_lossy();
+    let valid = !name.is_empty()
+        && name.len() <= MAX_TOOL_NAME
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+    if !valid {
+        return Err(api_error(
+            lua,
+            format!(
+                "clm.tool_register: invalid tool name '{name}' (use 1 to {MAX_TOOL_NAME} letters, digits, '_' or '-')"
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+fn timeout(value: &Value) -> Option<u32> {
+    let ms = match value {
+        Value::Integer(ms) => *ms,
+        Value::Number(ms) if ms.fract() == 0.0 && ms.is_finite() => *ms as i64,
+        _ => return None,
+    };
+    u32::try_from(ms).ok().filter(|ms| *ms > 0)
+}
+
+/// The `ctx` object of one invocation.
+pub struct Ctx {
+    call: CallId,
+    args_raw: Rc<str>,
+}
+
+impl Ctx {
+    /// The context of call `call`, whose raw JSON arguments were `args_raw`.
+    pub fn new(call: CallId, args_raw: Rc<str>) -> Self {
+        Ctx { call, args_raw }
+    }
+
+    /// Records how the invocation ends; only the call's main coroutine may, and only once.
+    fn end(&self, lua: &Lua, what: &str, ending: Ending) -> mlua::Result<()> {
+        scheduler::with(lua, |scheduler| {
+            if scheduler.running != Some((self.call, Strand::Main)) {
+                let text = scheduler::running_main(scheduler, what)
+                    .err()
+                    .unwrap_or_else(|| {
+                        format!("{what}: this ctx belongs to another tool invocation")
+                    });
+                return Err(api_error(lua, text));
+            }
+            let call = scheduler
+                .calls
+                .get_mut(&self.call)
+                .ok_or_else(|| mlua::Error::runtime("the invocation has ended"))?;
+            if let Some(previous) = &call.ending {
+                let earlier = match previous {
+                    Ending::Completed(_) => "ctx:complete",
+                    Ending::Failed(_) => "ctx:fail",
+                };
+                return Err(api_error(
+                    lua,
+                    format!("{what} called after {earlier}: an invocation ends exactly once"),
+                ));
+            }
+            call.ending = Some(match ending {
+                Ending::Completed(result) => completion(lua, call, result)?,
+                failed => failed,
+            });
+            Ok(())
+        })
+    }
+}
+
+/// A completion, unless the call still has live tasks or an unobserved task error,
+/// which fail the tool instead (clm-tool(5)); live tasks are cancelled.
+fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Result<Ending> {
+    let live = tasks::live_count(call);
+    if live > 0 {
+        tasks::cancel_live(lua, call, "the tool completed")?;
+        return Ok(Ending::Failed(format!(
+            "ctx:complete was called while {live} task(s) were still running; they were cancelled"
+        )));
+    }
+    if let Some(error) = tasks::unobserved_error(call) {
+        return Ok(Ending::Failed(format!(
+            "ctx:complete was called while a task error was never observed: {error}"
+        )));
+    }
+    Ok(Ending::Completed(result))
+}
+
+fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
+    match value {
+        Value::String(text) => Ok(text.to_string_lossy()),
+        other => Err(api_error(
+            lua,
+            format!("{what} expects a string, got {}", other.type_name()),
+        )),
+    }
+}
+
+impl UserData for Ctx {
+    fn add_fields<F: mlua::UserDataFields<Self>>(fields: &mut F) {
+        fields.add_meta_field("__name", "ctx");
+    }
+
+    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
+        methods.add_method("complete", |lua, ctx, result: Value| {
+            let result = string_argument(lua, "ctx:complete", result)?;
+            ctx.end(lua, "ctx:complete", Ending::Completed(result))
+        });
+        methods.add_method("fail", |lua, ctx, message: Value| {
+            let message = string_argument(lua, "ctx:fail", message)?;
+            ctx.end(lua, "ctx:fail", Ending::Failed(message))
+        });
+        methods.add_method("args_raw", |_, ctx, ()| Ok(ctx.args_raw.to_string()));
+        methods.add_method("log", |lua, _, message: Value| {
+            if crate::runtime::debug_log_enabled(lua) {
+                host::log(&message.to_string()?);
+            }
+            Ok(())
+        });
+    }
+}

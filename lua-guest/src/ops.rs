@@ -1,0 +1,192 @@
+//! The waiting services of clm-tool(5) backed by host operations: `http.get`,
+//! `http.post` and `clm.sleep`. Each starts an operation in the host and suspends the
+//! calling coroutine (main or task) until the host delivers the outcome.
+
+use mlua::{Lua, MultiValue, Table, Value};
+
+use crate::bindings::toolcell::plugin::host;
+use crate::bindings::toolcell::plugin::types::{HttpRequest, HttpResponse};
+use crate::errors::api_error;
+use crate::scheduler::{self, CallId, Strand};
+
+/// Installs `rt.http_request` and `rt.sleep` for the prelude.
+pub fn install(lua: &Lua, rt: &Table) -> mlua::Result<()> {
+    rt.raw_set("http_request", lua.create_function(http_request)?)?;
+    rt.raw_set("sleep", lua.create_function(sleep)?)?;
+    Ok(())
+}
+
+/// Whether the running coroutine may yield now (not at load time, not inside a C
+/// function such as a `table.sort` comparator or a metamethod).
+pub fn is_yieldable(lua: &Lua) -> bool {
+    let thread = lua.current_thread();
+    // SAFETY: the state pointer belongs to a live thread of this Lua instance and
+    // lua_isyieldable only reads it.
+    unsafe { mlua::ffi::lua_isyieldable(thread.state()) != 0 }
+}
+
+/// The error text for a wait where the coroutine cannot yield.
+pub fn not_yieldable(what: &str) -> String {
+    format!(
+        "{what} cannot wait here (inside a metamethod, an iterator or a C function such as table.sort)"
+    )
+}
+
+/// The running coroutine, for services any coroutine of a call may use.
+fn running_strand(lua: &Lua, what: &str) -> mlua::Result<(CallId, Strand)> {
+    let running = scheduler::with(lua, |scheduler| Ok(scheduler.running))?;
+    let running =
+        running.ok_or_else(|| api_error(lua, format!("{what} is not available at load time")))?;
+    if !is_yieldable(lua) {
+        return Err(api_error(lua, not_yieldable(what)));
+    }
+    Ok(running)
+}
+
+/// Records that the running coroutine waits on `op` and tells the prelude to yield.
+fn wait_on(lua: &Lua, (call, strand): (CallId, Strand), op: u64) -> mlua::Result<MultiValue> {
+    scheduler::with(lua, |scheduler| {
+        match scheduler.calls.get_mut(&call) {
+            Some(call) => call.wait_on_op(strand, op),
+            None => scheduler::abort_op(op),
+        }
+        Ok(())
+    })?;
+    Ok(MultiValue::from_iter([Value::Boolean(false)]))
+}
+
+/// Reads a duration in milliseconds: a non-negative number (fractions round up).
+pub fn milliseconds(lua: &Lua, what: &str, value: &Value) -> mlua::Result<u64> {
+    let ms = match value {
+        Value::Integer(ms) if *ms >= 0 => *ms as u64,
+        Value::Number(ms) if *ms >= 0.0 && ms.is_finite() => ms.ceil() as u64,
+        other => {
+            return Err(api_error(
+                lua,
+                format!(
+                    "{what} expects a non-negative number of milliseconds, got {}",
+                    describe(other)
+                ),
+            ));
+        }
+    };
+    Ok(ms)
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Integer(n) => n.to_string(),
+        Value::Number(n) => n.to_string(),
+        other => other.type_name().to_string(),
+    }
+}
+
+/// `clm.sleep(ms)`.
+fn sleep(lua: &Lua, ms: Value) -> mlua::Result<MultiValue> {
+    let ms = milliseconds(lua, "clm.sleep", &ms)?;
+    let running = running_strand(lua, "clm.sleep")?;
+    let op = host::timer_start(running.0, ms)
+        .map_err(|error| api_error(lua, format!("clm.sleep: {error}")))?;
+    wait_on(lua, running, op)
+}
+
+/// `http.get(url [, headers])` and `http.post(url, body [, headers])`.
+fn http_request(
+    lua: &Lua,
+    (method, url, body, headers): (String, Value, Value, Value),
+) -> mlua::Result<MultiValue> {
+    let what = if method == "GET" {
+        "http.get"
+    } else {
+        "http.post"
+    };
+    let Value::String(url) = url else {
+        return Err(api_error(
+            lua,
+            format!("{what} expects a URL string, got {}", url.type_name()),
+        ));
+    };
+    let body = match (method.as_str(), body) {
+        ("GET", _) => None,
+        (_, Value::String(body)) => Some(body.as_bytes().to_vec()),
+        (_, other) => {
+            return Err(api_error(
+                lua,
+                format!("{what} expects a body string, got {}", other.type_name()),
+            ));
+        }
+    };
+    let mut headers = header_list(lua, what, headers)?;
+    let has_content_type = headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
+    if method == "POST" && !has_content_type {
+        headers.push(("Content-Type".to_string(), "application/json".to_string()));
+    }
+    let running = running_strand(lua, what)?;
+    let request = HttpRequest {
+        method,
+        url: url.to_string_lossy(),
+        headers,
+        body,
+    };
+    match host::http_start(running.0, &request) {
+        Ok(op) => wait_on(lua, running, op),
+        Err(message) => {
+            let message = lua.create_string(message)?;
+            Ok(MultiValue::from_iter([
+                Value::Boolean(true),
+                Value::Nil,
+                Value::String(message),
+            ]))
+        }
+    }
+}
+
+/// Reads an optional table of header-name to header-value strings.
+fn header_list(lua: &Lua, what: &str, headers: Value) -> mlua::Result<Vec<(String, String)>> {
+    let table = match headers {
+        Value::Nil => return Ok(Vec::new()),
+        Value::Table(table) => table,
+        other => {
+            return Err(api_error(
+                lua,
+                format!(
+                    "{what} expects a table of headers, got {}",
+                    other.type_name()
+                ),
+            ));
+        }
+    };
+    let mut list = Vec::new();
+    for pair in table.pairs::<Value, Value>() {
+        let (name, value) = pair?;
+        let (Value::String(name), Value::String(value)) = (&name, &value) else {
+            return Err(api_error(
+                lua,
+                format!(
+                    "{what}: headers must map strings to strings, got {} = {}",
+                    name.type_name(),
+                    value.type_name()
+                ),
+            ));
+        };
+        list.push((name.to_string_lossy(), value.to_string_lossy()));
+    }
+    list.sort();
+    Ok(list)
+}
+
+/// The `resp` table of a completed request: `status`, `body`, and (beyond the man page,
+/// read-only by convention) `headers` with lower-case names.
+pub fn response_table(lua: &Lua, response: HttpResponse) -> mlua::Result<Table> {
+    let table = lua.create_table_with_capacity(0, 3)?;
+    table.raw_set("status", response.status)?;
+    table.raw_set("body", lua.create_string(&response.body)?)?;
+    let headers = lua.create_table_with_capacity(0, response.headers.len())?;
+    for (name, value) in response.headers {
+        headers.raw_set(name, value)?;
+    }
+    table.raw_set("headers", headers)?;
+    Ok(table)
+}

@@ -1,0 +1,344 @@
+//! Invocations as coroutine families, stepped by the host.
+//!
+//! Every tool invocation is a *call*: one main coroutine running `invoke(args, ctx)`
+//! plus the tasks it spawns. A step (the host's `start`, `resume` or `cancel`) runs the
+//! ready coroutines of one call until each is finished or waits on something: a host
+//! operation (HTTP, timer) or, for the main coroutine, other tasks. The call ends when
+//! its main coroutine ends, when it passes its deadline, or when the host cancels it.
+
+use std::collections::{HashMap, VecDeque};
+
+use mlua::thread::ThreadStatus;
+use mlua::{Lua, MultiValue, Table, Thread, Value};
+
+use crate::bindings::toolcell::plugin::host;
+use crate::bindings::toolcell::plugin::types::{CallState, OpOutcome};
+use crate::errors;
+use crate::sandbox::Watchdog;
+use crate::tasks::{self, MainWait, Task};
+
+/// Host-chosen identifier of an invocation.
+pub type CallId = u64;
+/// Host-chosen identifier of an asynchronous operation.
+pub type OpId = u64;
+
+/// One coroutine of a call family.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Strand {
+    /// The coroutine running the tool's `invoke`.
+    Main,
+    /// The coroutine of the task with this index in `Call::tasks`.
+    Task(usize),
+}
+
+/// How the invocation ended, as recorded by `ctx:complete` / `ctx:fail` (or by a rule
+/// the plugin broke while doing so).
+pub enum Ending {
+    /// `ctx:complete(result)`.
+    Completed(String),
+    /// `ctx:fail(message)`, or a completion that broke the task rules.
+    Failed(String),
+}
+
+/// One invocation in flight.
+pub struct Call {
+    /// The coroutine running `invoke`.
+    pub main: Thread,
+    /// The invocation must end before this instant (host clock).
+    pub deadline: u64,
+    /// Set once by `ctx:complete` / `ctx:fail`; reported when `invoke` returns.
+    pub ending: Option<Ending>,
+    /// Every task spawned by this call, in spawn order (a handle is an index).
+    pub tasks: Vec<Task>,
+    /// Coroutines ready to run, with the values their resumption returns.
+    pub ready: VecDeque<(Strand, MultiValue)>,
+    /// Which coroutine waits on which host operation.
+    pub ops: HashMap<OpId, Strand>,
+    /// What the main coroutine waits for, when it waits on tasks.
+    pub main_wait: Option<MainWait>,
+}
+
+impl Call {
+    /// A call whose main coroutine will start with `args` on the first step.
+    pub fn new(main: Thread, deadline: u64, args: MultiValue) -> Self {
+        Call {
+            main,
+            deadline,
+            ending: None,
+            tasks: Vec::new(),
+            ready: VecDeque::from([(Strand::Main, args)]),
+            ops: HashMap::new(),
+            main_wait: None,
+        }
+    }
+
+    /// The coroutine of a strand.
+    fn thread(&self, strand: Strand) -> Option<Thread> {
+        match strand {
+            Strand::Main => Some(self.main.clone()),
+            Strand::Task(index) => self.tasks.get(index).map(|task| task.thread.clone()),
+        }
+    }
+
+    /// Records that `strand` waits on host operation `op`.
+    pub fn wait_on_op(&mut self, strand: Strand, op: OpId) {
+        self.ops.insert(op, strand);
+        if let Strand::Task(index) = strand
+            && let Some(task) = self.tasks.get_mut(index)
+        {
+            task.waiting_op = Some(op);
+        }
+    }
+
+    /// Wakes the main coroutine if what it waits for has happened.
+    pub fn wake_main(&mut self, lua: &Lua) -> mlua::Result<()> {
+        let Some(wait) = self.main_wait.take() else {
+            return Ok(());
+        };
+        match tasks::resolve(lua, self, &wait)? {
+            Some(values) => self.ready.push_back((Strand::Main, values)),
+            None => self.main_wait = Some(wait),
+        }
+        Ok(())
+    }
+}
+
+/// All calls of the plugin, and which coroutine runs right now.
+#[derive(Default)]
+pub struct Scheduler {
+    /// The calls in flight, by id.
+    pub calls: HashMap<CallId, Call>,
+    /// The coroutine running now, if any: the API checks it (only the main coroutine may
+    /// complete, spawn or wait; HTTP and sleep need a coroutine at all).
+    pub running: Option<(CallId, Strand)>,
+}
+
+/// Runs `f` on the plugin's scheduler. Fails (as a Lua error, never a panic) if the
+/// scheduler is already borrowed, which only a finalizer running mid-operation can cause.
+pub fn with<R>(lua: &Lua, f: impl FnOnce(&mut Scheduler) -> mlua::Result<R>) -> mlua::Result<R> {
+    let mut scheduler = lua
+        .try_app_data_mut::<Scheduler>()
+        .ok()
+        .flatten()
+        .ok_or_else(|| {
+            mlua::Error::runtime("the toolcell runtime is busy (called from a finalizer?)")
+        })?;
+    f(&mut scheduler)
+}
+
+/// The call a strand belongs to, for the running coroutine, if it is the main coroutine.
+pub fn running_main(scheduler: &Scheduler, what: &str) -> Result<CallId, String> {
+    match scheduler.running {
+        Some((call, Strand::Main)) => Ok(call),
+        Some((_, Strand::Task(_))) => Err(format!(
+            "{what} may only be called from the tool's main coroutine, not from a task"
+        )),
+        None => Err(format!(
+            "{what} may only be called while a tool runs, not at load time"
+        )),
+    }
+}
+
+/// How a coroutine came back from a resumption that did not merely yield.
+enum Finish {
+    Returned(MultiValue),
+    Raised(mlua::Error),
+}
+
+/// Runs the ready coroutines of `id` until none is ready, and reports where the call
+/// stands. Ends (and forgets) the call when its main coroutine ends or it times out.
+pub fn run(lua: &Lua, watchdog: &Watchdog, id: CallId) -> CallState {
+    match run_until_blocked(lua, watchdog, id) {
+        Ok(state) => state,
+        Err(error) => end_call(lua, id, CallState::Failed(failure_text(lua, &error))),
+    }
+}
+
+fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result<CallState> {
+    loop {
+        let next = with(lua, |scheduler| {
+            let Some(call) = scheduler.calls.get_mut(&id) else {
+                return Ok(None);
+            };
+            let Some((strand, values)) = call.ready.pop_front() else {
+                return Ok(None);
+            };
+            let thread = call.thread(strand);
+            scheduler.running = Some((id, strand));
+            Ok(thread.map(|thread| (strand, thread, values)))
+        })?;
+        let Some((strand, thread, values)) = next else {
+            return Ok(if with(lua, |s| Ok(s.calls.contains_key(&id)))? {
+                CallState::Pending
+            } else {
+                CallState::Failed("the invocation is unknown to the plugin".to_string())
+            });
+        };
+        let result = thread.resume::<MultiValue>(values);
+        with(lua, |scheduler| {
+            scheduler.running = None;
+            Ok(())
+        })?;
+        if watchdog.tripped() {
+            return Ok(end_call(lua, id, CallState::TimedOut));
+        }
+        let finish = match result {
+            Ok(_) if thread.status() == ThreadStatus::Resumable => continue,
+            Ok(values) => Finish::Returned(values),
+            Err(error) => Finish::Raised(error),
+        };
+        match strand {
+            Strand::Main => return Ok(main_finished(lua, id, finish)),
+            Strand::Task(index) => task_finished(lua, id, index, finish)?,
+        }
+    }
+}
+
+/// The main coroutine ended: the call ends with it.
+fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
+    let verdict = with(lua, |scheduler| {
+        let call = scheduler
+            .calls
+            .get_mut(&id)
+            .ok_or_else(|| mlua::Error::runtime("call vanished"))?;
+        let live = tasks::cancel_live(lua, call, "the tool's invoke function returned")?;
+        Ok(match finish {
+            Finish::Raised(error) => CallState::Failed(failure_text(lua, &error)),
+            Finish::Returned(_) => match call.ending.take() {
+                Some(Ending::Failed(message)) => CallState::Failed(message),
+                _ if live > 0 => CallState::Failed(format!(
+                    "invoke returned while {live} task(s) were still running; they were cancelled"
+                )),
+                None => CallState::Failed(
+                    "invoke returned without calling ctx:complete or ctx:fail".to_string(),
+                ),
+                Some(Ending::Completed(result)) => match tasks::unobserved_error(call) {
+                    Some(error) => CallState::Failed(format!(
+                        "the tool completed while a task error was never observed: {error}"
+                    )),
+                    None => CallState::Completed(result),
+                },
+            },
+        })
+    });
+    let verdict = verdict.unwrap_or_else(|error| CallState::Failed(failure_text(lua, &error)));
+    end_call(lua, id, verdict)
+}
+
+/// A task ended: record its outcome and wake the main coroutine if it waited for this.
+fn task_finished(lua: &Lua, id: CallId, index: usize, finish: Finish) -> mlua::Result<()> {
+    let outcome = match finish {
+        Finish::Returned(values) => tasks::Settled::Succeeded(values),
+        Finish::Raised(error) => tasks::Settled::Failed(failure_text(lua, &error)),
+    };
+    with(lua, |scheduler| {
+        let Some(call) = scheduler.calls.get_mut(&id) else {
+            return Ok(());
+        };
+        tasks::settle(lua, call, index, outcome)?;
+        call.wake_main(lua)
+    })
+}
+
+/// Delivers the outcome of operation `op` to the coroutine waiting on it.
+pub fn deliver(lua: &Lua, id: CallId, op: OpId, outcome: OpOutcome) -> mlua::Result<()> {
+    // Convert before borrowing the scheduler: building Lua values may run finalizers.
+    let values = outcome_values(lua, outcome);
+    with(lua, |scheduler| {
+        let Some(call) = scheduler.calls.get_mut(&id) else {
+            return Ok(());
+        };
+        let Some(strand) = call.ops.remove(&op) else {
+            // The waiter was cancelled while the operation finished: nothing to do.
+            return Ok(());
+        };
+        if strand == Strand::Main
+            && let Some(MainWait::Any { timer, .. }) = &call.main_wait
+            && *timer == Some(op)
+        {
+            call.main_wait = None;
+            let timeout = lua.create_string("timeout")?;
+            let values = MultiValue::from_iter([Value::Nil, Value::String(timeout)]);
+            call.ready.push_back((Strand::Main, values));
+            return Ok(());
+        }
+        if let Strand::Task(index) = strand
+            && let Some(task) = call.tasks.get_mut(index)
+        {
+            task.waiting_op = None;
+        }
+        call.ready.push_back((strand, values?));
+        Ok(())
+    })
+}
+
+/// What `http.get`/`http.post`/`clm.sleep` return when their operation completes.
+fn outcome_values(lua: &Lua, outcome: OpOutcome) -> mlua::Result<MultiValue> {
+    match outcome {
+        OpOutcome::TimerFired => Ok(MultiValue::new()),
+        OpOutcome::HttpError(message) => Ok(MultiValue::from_iter([
+            Value::Nil,
+            Value::String(lua.create_string(message)?),
+        ])),
+        OpOutcome::HttpResponse(response) => match crate::ops::response_table(lua, response) {
+            Ok(table) => Ok(MultiValue::from_iter([Value::Table(table)])),
+            Err(error) if errors::is_out_of_memory(&error) => {
+                let message = "the response does not fit in the plugin's memory";
+                Ok(MultiValue::from_iter([
+                    Value::Nil,
+                    Value::String(lua.create_string(message)?),
+                ]))
+            }
+            Err(error) => Err(error),
+        },
+    }
+}
+
+/// Cancels every coroutine of a call that has not ended and forgets the call. The host
+/// aborts the call's pending operations and words the failure itself.
+pub fn cancel(lua: &Lua, id: CallId) {
+    end_call(lua, id, CallState::Pending);
+}
+
+/// Forgets a call and returns `state`. Its coroutines are abandoned (the host aborts
+/// their pending operations when it sees the call end).
+fn end_call(lua: &Lua, id: CallId, state: CallState) -> CallState {
+    let removed = with(lua, |scheduler| Ok(scheduler.calls.remove(&id)));
+    // Drop the call (and with it the references to its coroutines) outside the borrow.
+    drop(removed);
+    state
+}
+
+/// The model-visible message of an error that ended a coroutine.
+pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
+    if errors::is_out_of_memory(error) {
+        let limit = crate::runtime::memory_limit(lua);
+        return format!(
+            "out of memory: the plugin reached its memory limit of {}",
+            crate::runtime::format_bytes(limit)
+        );
+    }
+    errors::message(error)
+}
+
+/// Values for the outcome table of a successful task: one value stored directly,
+/// several in an array, none omitted.
+pub fn normalized_value(lua: &Lua, values: MultiValue) -> mlua::Result<Option<Value>> {
+    let mut values: Vec<Value> = values.into_iter().collect();
+    match values.len() {
+        0 => Ok(None),
+        1 => Ok(values.pop()),
+        _ => {
+            let array: Table = lua.create_table_with_capacity(values.len(), 0)?;
+            for (index, value) in values.into_iter().enumerate() {
+                array.raw_set(index + 1, value)?;
+            }
+            Ok(Some(Value::Table(array)))
+        }
+    }
+}
+
+/// Asks the host to abort an operation nobody waits for any more.
+pub fn abort_op(op: OpId) {
+    host::cancel_op(op);
+}
