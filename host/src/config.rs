@@ -162,7 +162,7 @@ impl Config {
             section.max_redirects = plugin.http.max_redirects.or(section.max_redirects);
         }
         // Checked in `parse`; an error here cannot happen for a parsed config.
-        let policy = section.policy(extra).unwrap_or(HttpPolicy);
+        let policy = section.policy(extra).unwrap_or_default();
         (policy, section.settings())
     }
 }

@@ -1,9 +1,7 @@
 //! The wasmtime engine every plugin shares, and the epoch ticker behind wall-clock
 //! backstops.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use wasmtime::{Config, Engine};
@@ -16,7 +14,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// setjmp/longjmp), fuel metering and epoch interruption on every store, and no
 /// component-model concurrency (it costs about 3x on every export call and plugins do
 /// not use it: the step protocol gives them concurrency).
-pub fn new_engine() -> wasmtime::Result<Engine> {
+fn new_engine() -> wasmtime::Result<Engine> {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
@@ -27,38 +25,32 @@ pub fn new_engine() -> wasmtime::Result<Engine> {
     Engine::new(&config)
 }
 
-/// A thread that advances the engine's epoch every `EPOCH_TICK` until dropped.
-pub struct EpochTicker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    /// Starts ticking `engine`.
-    pub fn start(engine: &Engine) -> std::io::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let engine = engine.clone();
-        let stopping = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("toolcell-epoch".into())
-            .spawn(move || {
-                while !stopping.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            })?;
-        Ok(EpochTicker {
-            stop,
-            thread: Some(thread),
+/// The process-wide engine, created on first use with its epoch ticker.
+///
+/// One engine serves every runtime of the process: compiled code, the instance pool
+/// and the ticker thread are shared, and a second runtime starts without recompiling.
+pub fn shared() -> Result<&'static Engine, String> {
+    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let engine = new_engine().map_err(|error| format!("{error:#}"))?;
+            start_ticker(engine.clone())
+                .map_err(|error| format!("cannot start the epoch ticker: {error}"))?;
+            Ok(engine)
         })
-    }
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+/// Advances the engine's epoch every `EPOCH_TICK`, for the life of the process.
+fn start_ticker(engine: Engine) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("toolcell-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })?;
+    Ok(())
 }

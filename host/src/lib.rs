@@ -15,7 +15,6 @@ mod debug_log;
 mod engine;
 pub mod files;
 mod guest;
-#[path = "http_stub.rs"]
 pub mod http;
 pub mod limits;
 mod runtime;

@@ -27,7 +27,6 @@ use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
 use crate::config::Config;
 use crate::debug_log::DebugLog;
-use crate::engine::{EpochTicker, new_engine};
 use crate::files::FileRoot;
 use crate::http::HostGrant;
 use crate::limits::Limits;
@@ -35,7 +34,7 @@ use crate::sandbox::{
     self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, PluginSettings,
     SharedServices, StoreState,
 };
-use crate::{guest, schema};
+use crate::{engine, guest, schema};
 
 /// A tool as a plugin registered it.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,9 +102,9 @@ pub enum BuildError {
     /// The debug log could not be opened.
     #[error("cannot open the debug log {0}: {1}")]
     DebugLog(PathBuf, std::io::Error),
-    /// The engine or the embedded Lua runtime could not be set up.
-    #[error("cannot set up the sandbox engine: {0:#}")]
-    Engine(wasmtime::Error),
+    /// The engine could not be set up.
+    #[error("cannot set up the sandbox engine: {0}")]
+    Engine(String),
 }
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
@@ -220,11 +219,10 @@ impl RuntimeBuilder {
             }
             None => None,
         };
-        let engine = new_engine().map_err(BuildError::Engine)?;
-        let ticker = EpochTicker::start(&engine)
-            .map_err(|error| BuildError::Engine(wasmtime::Error::new(error)))?;
+        let engine = engine::shared().map_err(BuildError::Engine)?.clone();
         let mut linker = Linker::new(&engine);
-        sandbox::add_to_linker(&mut linker).map_err(BuildError::Engine)?;
+        sandbox::add_to_linker(&mut linker)
+            .map_err(|error| BuildError::Engine(format!("{error:#}")))?;
         let loader = Arc::new(Loader {
             engine: engine.clone(),
             linker,
@@ -264,8 +262,6 @@ impl RuntimeBuilder {
             next_call: AtomicU64::new(1),
             default_timeout: self.limits.call_timeout,
             max_args_bytes: self.limits.max_args_bytes,
-            _ticker: Arc::new(ticker),
-            _engine: engine,
         };
         for (path, result) in files.iter().zip(results) {
             let result = result.unwrap_or_else(|| Err("the load task did not finish".to_string()));
@@ -310,18 +306,11 @@ impl Loader {
     async fn lua_pre(&self) -> Result<PluginPre, String> {
         self.lua
             .get_or_init(|| async {
-                let engine = self.engine.clone();
-                let cache = self.cache.clone();
-                let component = tokio::task::spawn_blocking(move || {
-                    cache.component(
-                        &engine,
-                        guest::LUA_GUEST_WASM,
-                        Some(guest::LUA_GUEST_SHA256),
-                    )
-                })
-                .await
-                .map_err(|error| error.to_string())?
-                .map_err(|error| format!("the embedded Lua runtime does not compile: {error:#}"))?;
+                let (engine, cache) = (self.engine.clone(), self.cache.clone());
+                let component =
+                    tokio::task::spawn_blocking(move || guest::lua_component(&engine, &cache))
+                        .await
+                        .map_err(|error| error.to_string())??;
                 self.pre_of(&component)
             })
             .await
@@ -387,8 +376,6 @@ pub struct Runtime {
     next_call: AtomicU64,
     default_timeout: Duration,
     max_args_bytes: usize,
-    _ticker: Arc<EpochTicker>,
-    _engine: Engine,
 }
 
 impl Runtime {
