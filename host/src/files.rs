@@ -8,12 +8,16 @@
 //! a failed write (a full disk) leaves the old content intact.
 
 use std::io::{Read, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 
 use crate::limits::format_bytes;
+
+/// Distinguishes temporary files of concurrent writes by this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The granted root of file access.
 #[derive(Debug)]
@@ -39,7 +43,7 @@ impl FileRoot {
 
     /// Reads a whole regular file of at most `max_bytes`.
     pub fn read(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
-        let relative = self.relative(path)?;
+        let relative = self.relative(path, "read")?;
         let mut options = OpenOptions::new();
         options.read(true);
         set_nonblocking(&mut options);
@@ -73,31 +77,40 @@ impl FileRoot {
         Ok(content)
     }
 
-    /// Replaces (or creates) a whole file; the old content survives any failure.
+    /// Replaces (or creates) a whole file; the old content survives any failure. A
+    /// symlink is written through to its target, which must lie inside the root too.
     pub fn write(&self, path: &str, content: &[u8]) -> Result<(), String> {
-        let relative = self.relative(path)?;
-        let name = relative
+        let mut target = self.relative(path, "write")?;
+        if let Ok(metadata) = self.dir.symlink_metadata(&target) {
+            if metadata.is_symlink() {
+                target = self
+                    .dir
+                    .canonicalize(&target)
+                    .map_err(|e| describe(path, "write", &e))?;
+            } else if !metadata.is_file() {
+                return Err(format!("cannot write {path}: not a regular file"));
+            }
+        }
+        let name = target
             .file_name()
             .ok_or_else(|| format!("cannot write {path}: not a file name"))?
             .to_string_lossy()
             .into_owned();
-        let parent = relative.parent().unwrap_or(Path::new(""));
-        if let Ok(metadata) = self.dir.symlink_metadata(&relative)
-            && !metadata.is_file()
-            && !metadata.is_symlink()
-        {
-            return Err(format!("cannot write {path}: not a regular file"));
-        }
-        let temp = parent.join(format!(".{name}.toolcell-{}.tmp", std::process::id()));
+        let parent = target.parent().unwrap_or(Path::new(""));
+        let unique = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = parent.join(format!(
+            ".{name}.toolcell-{}-{unique}.tmp",
+            std::process::id()
+        ));
         let result = self.write_new(&temp, content).and_then(|()| {
             self.dir
-                .rename(&temp, &self.dir, &relative)
+                .rename(&temp, &self.dir, &target)
                 .map_err(|e| describe(path, "write", &e))
         });
         if result.is_err() {
             let _ = self.dir.remove_file(&temp);
         }
-        result.map_err(|error| error.replace(&temp.to_string_lossy().into_owned(), path))
+        result.map_err(|error| error.replace(&*temp.to_string_lossy(), path))
     }
 
     fn write_new(&self, temp: &Path, content: &[u8]) -> Result<(), String> {
@@ -114,8 +127,8 @@ impl FileRoot {
     }
 
     /// The path relative to the root: relative paths as given, absolute paths only
-    /// when they lie inside the root.
-    fn relative(&self, path: &str) -> Result<PathBuf, String> {
+    /// when they lie inside the root. Where a `..` leads is for cap-std to judge.
+    fn relative(&self, path: &str, action: &str) -> Result<PathBuf, String> {
         if path.is_empty() {
             return Err("the path is empty".to_string());
         }
@@ -126,23 +139,13 @@ impl FileRoot {
         if !given.is_absolute() {
             return Ok(given.to_path_buf());
         }
-        let inside = given.strip_prefix(&self.path).map_err(|_| {
-            format!(
-                "cannot access {path}: it is outside the granted root {}",
-                self.path.display()
-            )
-        })?;
-        if inside.components().next().is_none() {
-            return Ok(PathBuf::from("."));
+        match given.strip_prefix(&self.path) {
+            Ok(inside) if inside.as_os_str().is_empty() => Ok(PathBuf::from(".")),
+            Ok(inside) => Ok(inside.to_path_buf()),
+            Err(_) => Err(format!(
+                "cannot {action} {path}: it is outside the granted root"
+            )),
         }
-        if inside
-            .components()
-            .any(|part| matches!(part, Component::ParentDir))
-        {
-            // Let cap-std judge where `..` leads, relative to the root.
-            return Ok(inside.to_path_buf());
-        }
-        Ok(inside.to_path_buf())
     }
 }
 

@@ -8,7 +8,7 @@ use mlua::{Function, Lua, Table, UserData, UserDataMethods, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::ToolSpec;
-use crate::errors::{self, api_error};
+use crate::errors::{self, api_error, type_name};
 use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, CallId, Ending, Strand};
 use crate::{json, ops, tasks};
@@ -139,7 +139,7 @@ fn write_file(
             lua,
             format!(
                 "clm.write_file expects the content as a string, got {}",
-                content.type_name()
+                type_name(&content)
             ),
         ));
     };
@@ -160,7 +160,7 @@ fn path_argument(lua: &Lua, what: &str, path: Value) -> mlua::Result<String> {
         },
         other => Err(api_error(
             lua,
-            format!("{what} expects a path string, got {}", other.type_name()),
+            format!("{what} expects a path string, got {}", type_name(&other)),
         )),
     }
 }
@@ -173,7 +173,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             lua,
             format!(
                 "clm.tool_register('{name}'): the spec must be a table, got {}",
-                spec.type_name()
+                type_name(&spec)
             ),
         ));
     };
@@ -182,7 +182,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             lua,
             format!(
                 "clm.tool_register('{name}'): {field} must be {expected}, got {}",
-                got.type_name()
+                type_name(&got)
             ),
         )
     };
@@ -268,7 +268,7 @@ fn tool_name(lua: &Lua, name: Value) -> mlua::Result<String> {
             lua,
             format!(
                 "clm.tool_register expects a tool name string, got {}",
-                name.type_name()
+                type_name(&name)
             ),
         ));
     };
@@ -367,7 +367,7 @@ fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> 
         Value::String(text) => Ok(text.to_string_lossy()),
         other => Err(api_error(
             lua,
-            format!("{what} expects a string, got {}", other.type_name()),
+            format!("{what} expects a string, got {}", type_name(&other)),
         )),
     }
 }

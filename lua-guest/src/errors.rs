@@ -5,7 +5,7 @@
 //! (through "[tool failed: ...]") should see what a plain Lua interpreter would show:
 //! `file.lua:12: message`.
 
-use mlua::{Error, Lua};
+use mlua::{Error, Lua, Value};
 
 /// The chunk name of the runtime's own Lua code; frames from it are skipped when an
 /// error is attributed to a plugin line.
@@ -82,4 +82,14 @@ fn plugin_position(lua: &Lua) -> Option<String> {
         })
         .flatten()
     })
+}
+
+/// The name Lua's `type()` gives a value ("number" for integers and floats alike),
+/// for messages that name what a plugin passed.
+pub fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::LightUserData(_) | Value::UserData(_) | Value::Error(_) => "userdata",
+        other => other.type_name(),
+    }
 }

@@ -11,6 +11,8 @@ use std::ffi::c_void;
 use std::fmt::{self, Write as _};
 
 use mlua::{Lua, LuaString, MultiValue, Table, Value};
+
+use crate::errors::type_name;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// Largest input json.decode accepts (2 MiB), per clm-tool(5).
@@ -160,22 +162,6 @@ fn lua_decode(lua: &Lua, args: &MultiValue) -> (Value, Option<String>, bool) {
     match decode(lua, &text.as_bytes()) {
         Ok(value) => (value, None, false),
         Err(msg) => (Value::Nil, Some(format!("json.decode: {msg}")), false),
-    }
-}
-
-/// The name Lua's own argument errors use for a value's type.
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::LightUserData(_) => "light userdata",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        Value::UserData(_) | Value::Error(_) => "userdata",
-        other => other.type_name(),
     }
 }
 

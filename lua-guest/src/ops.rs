@@ -6,7 +6,7 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::{HttpRequest, HttpResponse};
-use crate::errors::api_error;
+use crate::errors::{api_error, type_name};
 use crate::scheduler::{self, CallId, Strand};
 
 /// Installs `rt.http_request` and `rt.sleep` for the prelude.
@@ -77,7 +77,7 @@ fn describe(value: &Value) -> String {
     match value {
         Value::Integer(n) => n.to_string(),
         Value::Number(n) => n.to_string(),
-        other => other.type_name().to_string(),
+        other => type_name(&other).to_string(),
     }
 }
 
@@ -103,7 +103,7 @@ fn http_request(
     let Value::String(url) = url else {
         return Err(api_error(
             lua,
-            format!("{what} expects a URL string, got {}", url.type_name()),
+            format!("{what} expects a URL string, got {}", type_name(&url)),
         ));
     };
     let body = match (method.as_str(), body) {
@@ -112,7 +112,7 @@ fn http_request(
         (_, other) => {
             return Err(api_error(
                 lua,
-                format!("{what} expects a body string, got {}", other.type_name()),
+                format!("{what} expects a body string, got {}", type_name(&other)),
             ));
         }
     };
@@ -153,7 +153,7 @@ fn header_list(lua: &Lua, what: &str, headers: Value) -> mlua::Result<Vec<(Strin
                 lua,
                 format!(
                     "{what} expects a table of headers, got {}",
-                    other.type_name()
+                    type_name(&other)
                 ),
             ));
         }
@@ -166,8 +166,8 @@ fn header_list(lua: &Lua, what: &str, headers: Value) -> mlua::Result<Vec<(Strin
                 lua,
                 format!(
                     "{what}: headers must map strings to strings, got {} = {}",
-                    name.type_name(),
-                    value.type_name()
+                    type_name(&name),
+                    type_name(&value)
                 ),
             ));
         };

@@ -9,6 +9,7 @@ use mlua::{Lua, MultiValue, Value};
 use crate::api::{self, Ctx, Registry};
 use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
 use crate::bindings::toolcell::plugin::types::{CallState, LoadError, OpOutcome, ToolSpec};
+use crate::errors::type_name;
 use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, Call, CallId, OpId, Scheduler};
 use crate::{errors, json};
@@ -167,7 +168,7 @@ fn begin_call(
         Ok(other) => {
             return Err(format!(
                 "the arguments must be a JSON object, got {}",
-                other.type_name()
+                type_name(&other)
             ));
         }
         Err(error) => return Err(format!("invalid JSON arguments: {error}")),

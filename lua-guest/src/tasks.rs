@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use mlua::{AnyUserData, Lua, MultiValue, Table, Thread, UserData, Value};
 
 use crate::bindings::toolcell::plugin::host;
-use crate::errors::api_error;
+use crate::errors::{api_error, type_name};
 use crate::scheduler::{self, Call, CallId, OpId, Strand};
 
 /// Named registry key of the table of task methods defined by the prelude.
@@ -302,7 +302,7 @@ fn spawn(lua: &Lua, function: Value) -> mlua::Result<AnyUserData> {
     let Value::Function(function) = function else {
         return Err(api_error(
             lua,
-            format!("clm.spawn expects a function, got {}", function.type_name()),
+            format!("clm.spawn expects a function, got {}", type_name(&function)),
         ));
     };
     let thread = lua.create_thread(function)?;
@@ -358,7 +358,7 @@ fn handle_of(lua: &Lua, what: &str, value: &Value) -> mlua::Result<TaskHandle> {
     }
     Err(api_error(
         lua,
-        format!("{what} expects a task handle, got {}", value.type_name()),
+        format!("{what} expects a task handle, got {}", type_name(&value)),
     ))
 }
 
@@ -387,7 +387,7 @@ fn task_cancel(lua: &Lua, (task, reason): (Value, Option<Value>)) -> mlua::Resul
                 lua,
                 format!(
                     "task:cancel expects a string reason, got {}",
-                    other.type_name()
+                    type_name(&other)
                 ),
             ));
         }
@@ -404,7 +404,7 @@ fn task_list(lua: &Lua, what: &str, tasks: &Value, call: CallId) -> mlua::Result
             lua,
             format!(
                 "{what} expects an array of tasks, got {}",
-                tasks.type_name()
+                type_name(&tasks)
             ),
         ));
     };

@@ -1,4 +1,117 @@
 //! Support for toolcell's integration tests: real plugins loaded into real sandboxes,
 //! and a real HTTP server on 127.0.0.1.
+//!
+//! A test writes its plugins as Lua source next to its assertions, loads them with
+//! [`Fixture::load`] (each file in its own sandbox, exactly as the CLI would), and calls
+//! tools through the embedding API.
 
 pub mod http_server;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tempfile::TempDir;
+use toolcell::{CallOutcome, Runtime, RuntimeBuilder};
+
+/// Generous bound on any single call in a test: only catches hangs.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// A plugin directory and a file root, both temporary.
+pub struct Fixture {
+    plugins: TempDir,
+    root: TempDir,
+}
+
+impl Fixture {
+    /// A fixture holding `plugins` as (file name, source) pairs.
+    pub fn new(plugins: &[(&str, &str)]) -> Fixture {
+        let fixture = Fixture {
+            plugins: TempDir::new().expect("temp dir"),
+            root: TempDir::new().expect("temp dir"),
+        };
+        for (name, source) in plugins {
+            fixture.add_plugin(name, source);
+        }
+        fixture
+    }
+
+    /// Adds (or replaces) a plugin file.
+    pub fn add_plugin(&self, name: &str, source: &str) {
+        std::fs::write(self.plugins.path().join(name), source).expect("write plugin");
+    }
+
+    /// The plugin directory.
+    pub fn plugin_dir(&self) -> &Path {
+        self.plugins.path()
+    }
+
+    /// The file root plugins may touch.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// A builder over this fixture's directory and root, with the debug log off.
+    pub fn builder(&self) -> RuntimeBuilder {
+        Runtime::builder()
+            .plugin_dir(self.plugins.path())
+            .root(self.root.path())
+            .debug_log(None)
+    }
+
+    /// Loads the fixture's plugins with default settings.
+    pub async fn load(&self) -> Runtime {
+        self.load_with(|builder| builder).await
+    }
+
+    /// Loads the fixture's plugins with settings adjusted by `configure`.
+    pub async fn load_with(
+        &self,
+        configure: impl FnOnce(RuntimeBuilder) -> RuntimeBuilder,
+    ) -> Runtime {
+        configure(self.builder())
+            .build()
+            .await
+            .expect("the runtime builds")
+    }
+}
+
+/// Calls `tool` and returns its outcome; panics on usage errors and hangs.
+pub async fn call(runtime: &Runtime, tool: &str, args: &str) -> CallOutcome {
+    let call = runtime
+        .call(tool, args)
+        .unwrap_or_else(|error| panic!("calling {tool}: {error}"));
+    tokio::time::timeout(HANG_GUARD, call)
+        .await
+        .unwrap_or_else(|_| panic!("{tool} did not finish within {HANG_GUARD:?}"))
+}
+
+/// The output of a call that must complete.
+pub async fn output(runtime: &Runtime, tool: &str, args: &str) -> String {
+    match call(runtime, tool, args).await {
+        CallOutcome::Completed(output) => output,
+        CallOutcome::Failed(message) => panic!("{tool} failed: {message}"),
+    }
+}
+
+/// The message of a call that must fail.
+pub async fn failure(runtime: &Runtime, tool: &str, args: &str) -> String {
+    match call(runtime, tool, args).await {
+        CallOutcome::Failed(message) => message,
+        CallOutcome::Completed(output) => {
+            panic!("{tool} completed with {output:?} but should fail")
+        }
+    }
+}
+
+/// Asserts that `text` contains every one of `parts`, showing `text` when not.
+#[track_caller]
+pub fn assert_contains(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "expected {part:?} in {text:?}");
+    }
+}
+
+/// A path that is not inside any fixture, for escape tests.
+pub fn outside_dir() -> PathBuf {
+    TempDir::new().expect("temp dir").keep()
+}

@@ -1,0 +1,379 @@
+//! The sandbox of clm-tool(5) and its limits, through real Lua plugins in real
+//! component instances: the restricted globals, the load and call deadlines that
+//! `pcall` cannot catch, the memory limit, and the backstops (fuel, the epoch deadline
+//! for code that never returns to the Lua VM), with recovery after a crash.
+
+use std::collections::BTreeSet;
+
+use toolcell::limits::{Limits, MIB};
+use toolcell::{CallOutcome, DiagnosticKind};
+use toolcell_tests::{Fixture, assert_contains, call, failure, output};
+
+#[tokio::test]
+async fn only_the_safe_libraries_and_the_clm_api_are_global() {
+    let fixture = Fixture::new(&[(
+        "globals.lua",
+        r#"
+        clm.tool_register("globals", { invoke = function(_, ctx)
+          local names = {}
+          for name in pairs(_G) do names[#names + 1] = name end
+          ctx:complete(table.concat(names, " "))
+        end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    let names: BTreeSet<String> = output(&runtime, "globals", "{}")
+        .await
+        .split(' ')
+        .map(str::to_string)
+        .collect();
+    // Lua 5.4's base library without dofile, loadfile, load and collectgarbage; the
+    // string, table, math and utf8 libraries; and the clm API (clm, json, http).
+    let expected: BTreeSet<String> = [
+        "_G",
+        "_VERSION",
+        "assert",
+        "error",
+        "getmetatable",
+        "ipairs",
+        "next",
+        "pairs",
+        "pcall",
+        "print",
+        "rawequal",
+        "rawget",
+        "rawlen",
+        "rawset",
+        "select",
+        "setmetatable",
+        "tonumber",
+        "tostring",
+        "type",
+        "warn",
+        "xpcall",
+        "string",
+        "table",
+        "math",
+        "utf8",
+        "clm",
+        "json",
+        "http",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    assert_eq!(names, expected);
+}
+
+#[tokio::test]
+async fn load_and_bytecode_are_out_of_reach() {
+    let fixture = Fixture::new(&[(
+        "probe.lua",
+        r#"
+        clm.tool_register("probe", { invoke = function(_, ctx)
+          local found = {}
+          for _, name in ipairs({ "os", "io", "debug", "package", "coroutine", "dofile",
+                                  "loadfile", "load", "require", "collectgarbage" }) do
+            if _G[name] ~= nil then found[#found + 1] = name end
+          end
+          -- The string metatable is the string library itself, nothing more.
+          local meta = getmetatable("")
+          ctx:complete(#found .. " " .. tostring(meta.__index == string))
+        end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "probe", "{}").await, "0 true");
+}
+
+#[tokio::test]
+async fn a_plugin_file_of_lua_bytecode_is_refused() {
+    // "\27Lua" starts precompiled chunks; only source text may be loaded.
+    let fixture = Fixture::new(&[("binary.lua", "\x1bLuaT\x00 rest of a compiled chunk")]);
+    let runtime = fixture.load().await;
+    let diagnostic = &runtime.diagnostics()[0];
+    assert_eq!(diagnostic.kind, DiagnosticKind::LoadFailed);
+    assert_contains(&diagnostic.message, &["binary.lua", "binary chunk"]);
+    assert!(runtime.tools().is_empty());
+}
+
+#[tokio::test]
+async fn a_tight_loop_at_load_time_hits_the_500_ms_deadline_and_the_others_still_load() {
+    let fixture = Fixture::new(&[
+        ("a_spin.lua", "while true do end"),
+        (
+            "b_ok.lua",
+            r#"clm.tool_register("ok", { invoke = function(_, ctx) ctx:complete("ok") end })"#,
+        ),
+    ]);
+    let runtime = fixture.load().await;
+    let diagnostic = &runtime.diagnostics()[0];
+    assert_eq!(diagnostic.kind, DiagnosticKind::LoadFailed);
+    assert_contains(&diagnostic.message, &["a_spin.lua", "500 ms"]);
+    assert_eq!(output(&runtime, "ok", "{}").await, "ok");
+}
+
+#[tokio::test]
+async fn pcall_cannot_catch_the_load_deadline() {
+    let fixture = Fixture::new(&[(
+        "stubborn.lua",
+        "while true do pcall(function() while true do end end) end",
+    )]);
+    let runtime = fixture.load().await;
+    assert_contains(
+        &runtime.diagnostics()[0].message,
+        &["stubborn.lua", "500 ms"],
+    );
+}
+
+const DEADLINES: &str = r#"
+calls = 0
+clm.tool_register("spin", { timeout_ms = 200, invoke = function(_, ctx)
+  calls = calls + 1
+  while true do end
+end })
+clm.tool_register("spin_pcall", { timeout_ms = 200, invoke = function(_, ctx)
+  calls = calls + 1
+  while true do pcall(function() while true do end end) end
+end })
+clm.tool_register("spin_xpcall", { timeout_ms = 200, invoke = function(_, ctx)
+  calls = calls + 1
+  local handled = 0
+  while true do
+    xpcall(function() while true do end end, function(e) handled = handled + 1; return e end)
+  end
+end })
+clm.tool_register("count", { invoke = function(_, ctx)
+  ctx:complete(tostring(calls))
+end })
+"#;
+
+#[tokio::test]
+async fn a_call_deadline_stops_loops_even_under_pcall_and_the_plugin_keeps_its_state() {
+    let fixture = Fixture::new(&[("deadlines.lua", DEADLINES)]);
+    let runtime = fixture.load().await;
+    for tool in ["spin", "spin_pcall", "spin_xpcall"] {
+        assert_eq!(
+            failure(&runtime, tool, "{}").await,
+            format!("tool '{tool}' timed out after 200 ms")
+        );
+    }
+    // The same Lua state survived all three: no restart, the counter is intact.
+    assert_eq!(output(&runtime, "count", "{}").await, "3");
+}
+
+#[tokio::test]
+async fn running_out_of_lua_memory_is_a_catchable_error() {
+    let fixture = Fixture::new(&[(
+        "mem.lua",
+        r#"
+        clm.tool_register("catch", { invoke = function(_, ctx)
+          local ok, err = pcall(string.rep, "x", 64 * 1024 * 1024)
+          ctx:complete(tostring(ok) .. ": " .. tostring(err))
+        end })
+        clm.tool_register("hog", { invoke = function(_, ctx)
+          local t = {}
+          for i = 1, 1e9 do t[i] = string.rep("x", 100) .. i end
+        end })
+        clm.tool_register("small", { invoke = function(_, ctx) ctx:complete("fine") end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    assert_eq!(
+        output(&runtime, "catch", "{}").await,
+        "false: not enough memory"
+    );
+    assert_eq!(
+        failure(&runtime, "hog", "{}").await,
+        "out of memory: the plugin reached its memory limit of 8 MiB"
+    );
+    // The table was local to the failed call: the plugin works again.
+    assert_eq!(output(&runtime, "small", "{}").await, "fine");
+}
+
+#[tokio::test]
+async fn the_memory_limit_is_configurable() {
+    let fixture = Fixture::new(&[(
+        "big.lua",
+        r#"
+        clm.tool_register("big", { invoke = function(_, ctx)
+          local s = string.rep("x", 12 * 1024 * 1024)
+          ctx:complete(tostring(#s))
+        end })
+        "#,
+    )]);
+    let default = fixture.load().await;
+    assert_contains(
+        &failure(&default, "big", "{}").await,
+        &["out of memory", "8 MiB"],
+    );
+    let larger = fixture
+        .load_with(|builder| builder.limits(Limits::default().with_memory(32 * MIB)))
+        .await;
+    assert_eq!(output(&larger, "big", "{}").await, (12 * MIB).to_string());
+}
+
+const CRASHERS: &str = r#"
+clm.tool_register("burn", { invoke = function(_, ctx)
+  local x = 0
+  for i = 1, 1e12 do x = x + i end
+  ctx:complete(tostring(x))
+end })
+clm.tool_register("backtrack", { timeout_ms = 200, invoke = function(_, ctx)
+  -- Pattern matching runs in C and never returns to the Lua VM, so the count hook
+  -- never fires: only the host's epoch backstop can stop it.
+  local s = string.rep("a", 30000)
+  ctx:complete(tostring(s:find(".-.-.-.-.-b")))
+end })
+clm.tool_register("nap", { invoke = function(_, ctx)
+  clm.sleep(5000)
+  ctx:complete("woke")
+end })
+clm.tool_register("ping", { invoke = function(_, ctx) ctx:complete("pong") end })
+"#;
+
+#[tokio::test]
+async fn running_out_of_fuel_discards_the_instance_and_the_next_call_gets_a_fresh_one() {
+    let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
+    let limits = Limits {
+        fuel: 200_000_000,
+        ..Limits::default()
+    };
+    let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
+    let message = failure(&runtime, "burn", "{}").await;
+    assert_contains(
+        &message,
+        &["plugin 'crashers' crashed", "ran out of fuel", "200000000"],
+    );
+    assert_eq!(output(&runtime, "ping", "{}").await, "pong");
+}
+
+#[tokio::test]
+async fn code_that_never_returns_to_the_lua_vm_is_stopped_by_the_epoch_backstop() {
+    let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
+    let runtime = fixture.load().await;
+    let message = failure(&runtime, "backtrack", "{}").await;
+    assert_contains(
+        &message,
+        &["plugin 'crashers' crashed", "past its deadline"],
+    );
+    assert_eq!(output(&runtime, "ping", "{}").await, "pong");
+}
+
+#[tokio::test]
+async fn a_crash_fails_the_plugins_other_calls_and_spares_other_plugins() {
+    let fixture = Fixture::new(&[
+        ("crashers.lua", CRASHERS),
+        (
+            "sibling.lua",
+            r#"
+            clm.tool_register("sibling_nap", { invoke = function(_, ctx)
+              clm.sleep(300)
+              ctx:complete("sibling fine")
+            end })
+        "#,
+        ),
+    ]);
+    let runtime = fixture.load().await;
+    let napping = runtime.call("nap", "{}").expect("nap");
+    let sibling = runtime.call("sibling_nap", "{}").expect("sibling_nap");
+    let crash = failure(&runtime, "backtrack", "{}").await;
+    assert_contains(&crash, &["crashed"]);
+    match napping.await {
+        CallOutcome::Failed(message) => assert_contains(&message, &["plugin 'crashers' crashed"]),
+        other => panic!("the napping call should fail with the crash, got {other:?}"),
+    }
+    assert_eq!(
+        sibling.await,
+        CallOutcome::Completed("sibling fine".to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_that_keeps_crashing_is_disabled() {
+    let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
+    let limits = Limits {
+        fuel: 200_000_000,
+        ..Limits::default()
+    };
+    let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
+    for _ in 0..5 {
+        assert_contains(&failure(&runtime, "burn", "{}").await, &["ran out of fuel"]);
+    }
+    let message = failure(&runtime, "ping", "{}").await;
+    assert_contains(
+        &message,
+        &[
+            "plugin 'crashers' is disabled",
+            "crashed 5 times within 60 s",
+            "ran out of fuel",
+        ],
+    );
+}
+
+#[tokio::test]
+async fn print_and_ctx_log_go_to_the_debug_log_only() {
+    let fixture = Fixture::new(&[(
+        "talk.lua",
+        r#"
+        print("loading", 1, nil)
+        clm.tool_register("talk", { invoke = function(_, ctx)
+          print("in", "invoke")
+          ctx:log("from ctx")
+          ctx:complete("done")
+        end })
+        "#,
+    )]);
+    let log = fixture.root().join("debug.log");
+    let runtime = fixture
+        .load_with(|builder| builder.debug_log(Some(log.clone())))
+        .await;
+    assert_eq!(output(&runtime, "talk", "{}").await, "done");
+    let text = std::fs::read_to_string(&log).expect("the debug log exists");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].ends_with("[talk] loading\t1\tnil"), "{text}");
+    assert!(lines[1].ends_with("[talk] in\tinvoke"), "{text}");
+    assert!(lines[2].ends_with("[talk] from ctx"), "{text}");
+}
+
+#[tokio::test]
+async fn two_plugins_never_share_state() {
+    let writer = r#"
+        shared = "set by writer"
+        clm.tool_register("write_global", { invoke = function(_, ctx)
+          string.secret = "leak"
+          ctx:complete(shared)
+        end })
+    "#;
+    let reader = r#"
+        clm.tool_register("read_global", { invoke = function(_, ctx)
+          ctx:complete(tostring(shared) .. " " .. tostring(string.secret))
+        end })
+    "#;
+    let fixture = Fixture::new(&[("reader.lua", reader), ("writer.lua", writer)]);
+    let runtime = fixture.load().await;
+    assert_eq!(
+        output(&runtime, "write_global", "{}").await,
+        "set by writer"
+    );
+    assert_eq!(output(&runtime, "read_global", "{}").await, "nil nil");
+}
+
+#[tokio::test]
+async fn a_failed_call_reports_the_lua_error_with_its_position() {
+    let fixture = Fixture::new(&[(
+        "oops.lua",
+        "clm.tool_register(\"oops\", { invoke = function(args, ctx)\n  local t = nil\n  return t.field\nend })\n",
+    )]);
+    let runtime = fixture.load().await;
+    assert_contains(
+        &failure(&runtime, "oops", "{}").await,
+        &["oops.lua:3:", "attempt to index a nil value"],
+    );
+    // Being stepped by the host, the error did not take the plugin down.
+    assert!(matches!(
+        call(&runtime, "oops", "{}").await,
+        CallOutcome::Failed(_)
+    ));
+}
