@@ -1,0 +1,1545 @@
+//! End-to-end tests of the `toolcell` command-line contract: the real binary, real Lua
+//! plugins written into temporary directories, real sandboxes.
+//!
+//! Every test asserts the exit code, stdout and (where the contract says something
+//! about it) stderr. The contract, in short:
+//!
+//! * `call`: a completed tool prints its result plus one newline and exits 0; a failed
+//!   tool prints `[tool failed: MESSAGE]` plus one newline and exits 1; usage errors
+//!   print one line on stderr, nothing on stdout, and exit 2.
+//! * Load-time failures are reported on stderr and skip only the plugin concerned.
+//! * Plugins load in a deterministic order; the first registration of a name wins.
+//! * `list` prints a table, or with `--json` OpenAI-style function definitions.
+//! * `--config`, `--root`, `CLM_DEBUG_LOG`/`TOOLCELL_DEBUG_LOG` and `--allow-http`
+//!   behave as clm-tool(5) and the toolcell README describe.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// The binary under test.
+const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
+
+/// A run taking longer than this is a hang, whatever the machine's speed.
+const HANG_LIMIT: Duration = Duration::from_secs(120);
+
+// ---------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------
+
+/// Writes `content` to `path`, creating parent directories.
+fn write(path: &Path, content: impl AsRef<[u8]>) {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)
+            .unwrap_or_else(|error| panic!("create {}: {error}", parent.display()));
+    }
+    fs::write(path, content).unwrap_or_else(|error| panic!("write {}: {error}", path.display()));
+}
+
+/// A fresh temporary directory.
+fn temp_dir() -> TempDir {
+    TempDir::new().expect("create a temporary directory")
+}
+
+/// A temporary plugin directory holding `plugins` (file name, content), written in
+/// the order given.
+fn plugin_dir(plugins: &[(&str, &str)]) -> TempDir {
+    let dir = temp_dir();
+    for (name, content) in plugins {
+        write(&dir.path().join(name), content);
+    }
+    dir
+}
+
+/// The compiled-code cache shared by every run of this test suite.
+fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join("toolcell-test-cache")
+}
+
+/// A `toolcell` command with a clean, predictable environment: the shared code cache,
+/// no debug log, no log filter, no proxies, and a neutral working directory (so that
+/// the default file root is never the source tree).
+fn toolcell() -> Command {
+    let mut command = Command::new(TOOLCELL);
+    command
+        .env("TOOLCELL_CACHE_DIR", cache_dir())
+        .current_dir(std::env::temp_dir());
+    for name in [
+        "CLM_DEBUG_LOG",
+        "TOOLCELL_DEBUG_LOG",
+        "RUST_LOG",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// What a finished run left behind.
+struct Run {
+    command: String,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "\n--- command: {}\n--- exit code: {:?}\n--- stdout:\n{}\n--- stderr:\n{}\n---",
+            self.command, self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Run {
+    /// The tool completed with `result`: exit 0 and stdout exactly `result` + "\n".
+    fn assert_completed(&self, result: &str) {
+        assert_eq!(self.code, Some(0), "expected exit code 0{self}");
+        assert_eq!(
+            self.stdout,
+            format!("{result}\n"),
+            "stdout must be exactly the result and one newline{self}"
+        );
+    }
+
+    /// The tool failed: exit 1 and stdout exactly "[tool failed: MESSAGE]\n". Returns
+    /// MESSAGE.
+    fn failure(&self) -> String {
+        assert_eq!(self.code, Some(1), "expected exit code 1{self}");
+        let message = self
+            .stdout
+            .strip_prefix("[tool failed: ")
+            .and_then(|rest| rest.strip_suffix("]\n"))
+            .unwrap_or_else(|| {
+                panic!("stdout must be exactly \"[tool failed: MESSAGE]\\n\"{self}")
+            });
+        assert!(
+            !message.ends_with('\n'),
+            "the failure line must end with exactly one newline{self}"
+        );
+        assert!(!message.is_empty(), "the failure message is empty{self}");
+        message.to_string()
+    }
+
+    /// A usage error: exit 2, nothing on stdout, one line on stderr. Returns the line.
+    fn usage_error(&self) -> String {
+        assert_eq!(self.code, Some(2), "expected exit code 2{self}");
+        assert_eq!(
+            self.stdout, "",
+            "a usage error prints nothing on stdout{self}"
+        );
+        let lines: Vec<&str> = self.stderr.trim_end().lines().collect();
+        assert_eq!(lines.len(), 1, "a usage error is one line on stderr{self}");
+        assert!(
+            !lines[0].trim().is_empty(),
+            "the usage error line is empty{self}"
+        );
+        lines[0].to_string()
+    }
+
+    /// The stderr lines that contain every one of `needles`.
+    fn stderr_lines_with(&self, needles: &[&str]) -> Vec<String> {
+        self.stderr
+            .lines()
+            .filter(|line| needles.iter().all(|needle| line.contains(needle)))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Asserts some stderr line contains all of `needles`.
+    fn assert_stderr_line(&self, needles: &[&str]) {
+        assert!(
+            !self.stderr_lines_with(needles).is_empty(),
+            "expected a stderr line containing all of {needles:?}{self}"
+        );
+    }
+}
+
+/// Runs `command` to completion (killing it if it hangs) and captures its output.
+fn run(command: &mut Command) -> Run {
+    let description = format!("{command:?}");
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {description}: {error}"));
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for toolcell") {
+            break status;
+        }
+        if started.elapsed() > HANG_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("toolcell hung for more than {HANG_LIMIT:?}: {description}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    Run {
+        command: description,
+        code: status.code(),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// `toolcell call --plugins DIR TOOL [ARGS_JSON]`.
+fn call(plugins: &Path, tool: &str, args_json: Option<&str>) -> Run {
+    let mut command = toolcell();
+    command.arg("call").arg("--plugins").arg(plugins).arg(tool);
+    if let Some(args_json) = args_json {
+        command.arg(args_json);
+    }
+    run(&mut command)
+}
+
+/// Runs a `toolcell list --json ...` command that must succeed; parses its JSON array.
+fn list_json(command: &mut Command) -> (Run, Vec<Value>) {
+    let output = run(command);
+    assert_eq!(output.code, Some(0), "list --json must succeed{output}");
+    let parsed: Value = serde_json::from_str(&output.stdout)
+        .unwrap_or_else(|error| panic!("stdout of list --json is not JSON: {error}{output}"));
+    let Value::Array(functions) = parsed else {
+        panic!("list --json must print a JSON array{output}");
+    };
+    (output, functions)
+}
+
+/// The names of the functions of a `list --json` array.
+fn function_names(functions: &[Value]) -> Vec<String> {
+    functions
+        .iter()
+        .map(|function| {
+            function["function"]["name"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a function without a name: {function}"))
+                .to_string()
+        })
+        .collect()
+}
+
+/// Every file under `dir` with its content, for "nothing was written" checks.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in fs::read_dir(&current).expect("read a directory") {
+            let path = entry.expect("a directory entry").path();
+            let metadata = fs::symlink_metadata(&path).expect("metadata");
+            if metadata.is_dir() {
+                pending.push(path.clone());
+                files.insert(path, b"<dir>".to_vec());
+            } else if metadata.is_symlink() {
+                let target = fs::read_link(&path).expect("read a symlink");
+                files.insert(path, format!("<link {}>", target.display()).into_bytes());
+            } else {
+                let content = fs::read(&path).expect("read a file");
+                files.insert(path, content);
+            }
+        }
+    }
+    files
+}
+
+/// A one-shot HTTP server on 127.0.0.1: answers the first connection with a canned
+/// `200 OK` and reports the request it read.
+fn serve_once() -> (u16, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test HTTP server");
+    let port = listener.local_addr().expect("local address").port();
+    let (sender, receiver) = mpsc::channel();
+    thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+            match stream.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => request.extend_from_slice(&buffer[..read]),
+            }
+        }
+        let _ = stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n\
+              Connection: close\r\n\r\ncanned-payload",
+        );
+        let _ = stream.flush();
+        let _ = sender.send(String::from_utf8_lossy(&request).into_owned());
+    });
+    (port, receiver)
+}
+
+/// A plugin whose tools report both return values of `clm.read_file` and
+/// `clm.write_file` as `FIRST|TYPE_OF_SECOND|SECOND`.
+const FILES_PLUGIN: &str = r#"
+local function report(first, second)
+  return tostring(first) .. "|" .. type(second) .. "|" .. tostring(second)
+end
+clm.tool_register("read", {
+  invoke = function(args, ctx)
+    ctx:complete(report(clm.read_file(args.path)))
+  end,
+})
+clm.tool_register("write", {
+  invoke = function(args, ctx)
+    ctx:complete(report(clm.write_file(args.path, args.content)))
+  end,
+})
+"#;
+
+/// Runs a tool of [`FILES_PLUGIN`] with `--root root`.
+fn file_tool(plugins: &Path, root: &Path, tool: &str, args: Value) -> Run {
+    run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins)
+        .arg("--root")
+        .arg(root)
+        .arg(tool)
+        .arg(args.to_string()))
+}
+
+/// Whether a [`FILES_PLUGIN`] result is a refusal: nil plus a non-empty error string.
+fn refusal(output: &Run, what: &str) -> Result<(), String> {
+    if output.code != Some(0) {
+        return Err(format!(
+            "{what}: the report tool itself must complete{output}"
+        ));
+    }
+    let Some(line) = output.stdout.strip_suffix('\n') else {
+        return Err(format!("{what}: stdout must end with a newline{output}"));
+    };
+    let parts: Vec<&str> = line.splitn(3, '|').collect();
+    match parts.as_slice() {
+        ["nil", "string", error] if !error.trim().is_empty() => Ok(()),
+        _ => Err(format!(
+            "{what} must return nil and a non-empty error string{output}"
+        )),
+    }
+}
+
+/// Asserts a [`FILES_PLUGIN`] result is a refusal.
+fn assert_refused(output: &Run, what: &str) {
+    if let Err(problem) = refusal(output, what) {
+        panic!("{problem}");
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// call: completion
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn call_prints_exactly_the_result_and_one_newline_and_exits_0() {
+    let plugins = plugin_dir(&[(
+        "greeter.lua",
+        r#"
+print("printed at load time")
+clm.tool_register("greet", {
+  description = "Greets",
+  invoke = function(args, ctx)
+    print("printed inside invoke")
+    ctx:log("logged inside invoke")
+    ctx:complete("Grüße, " .. args.name .. "!\nsecond line ✓")
+  end,
+})
+clm.tool_register("trailing", {
+  invoke = function(args, ctx) ctx:complete("ends with a newline\n") end,
+})
+clm.tool_register("empty", {
+  invoke = function(args, ctx) ctx:complete("") end,
+})
+"#,
+    )]);
+    let output = call(plugins.path(), "greet", Some(r#"{"name":"world"}"#));
+    output.assert_completed("Grüße, world!\nsecond line ✓");
+    assert!(
+        !output.stderr.contains("printed") && !output.stderr.contains("logged"),
+        "print/ctx:log go nowhere without a debug log{output}"
+    );
+    call(plugins.path(), "trailing", None).assert_completed("ends with a newline\n");
+    call(plugins.path(), "empty", None).assert_completed("");
+}
+
+#[test]
+fn call_passes_the_arguments_and_defaults_them_to_an_empty_object() {
+    let plugins = plugin_dir(&[(
+        "args.lua",
+        r#"
+clm.tool_register("inspect", {
+  invoke = function(args, ctx)
+    local count = 0
+    for _ in pairs(args) do count = count + 1 end
+    ctx:complete(type(args) .. " " .. count .. " " .. ctx:args_raw() .. " " .. tostring(args.n))
+  end,
+})
+"#,
+    )]);
+    call(plugins.path(), "inspect", None).assert_completed("table 0 {} nil");
+    call(plugins.path(), "inspect", Some(r#"{"n":42}"#)).assert_completed(r#"table 1 {"n":42} 42"#);
+}
+
+#[test]
+fn call_finds_tools_in_every_plugin_directory_given() {
+    let first = plugin_dir(&[(
+        "one.lua",
+        r#"clm.tool_register("from_one", { invoke = function(_, ctx) ctx:complete("one") end })"#,
+    )]);
+    let second = plugin_dir(&[(
+        "two.lua",
+        r#"clm.tool_register("from_two", { invoke = function(_, ctx) ctx:complete("two") end })"#,
+    )]);
+    for (tool, result) in [("from_one", "one"), ("from_two", "two")] {
+        run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(first.path())
+            .arg("--plugins")
+            .arg(second.path())
+            .arg(tool))
+        .assert_completed(result);
+    }
+}
+
+#[test]
+fn call_without_plugins_uses_the_config_dir_under_home() {
+    let home = temp_dir();
+    write(
+        &home.path().join(".config/toolcell/plugins/homely.lua"),
+        r#"clm.tool_register("homely", { description = "At home", invoke = function(_, ctx) ctx:complete("found under HOME") end })"#,
+    );
+    run(toolcell().env("HOME", home.path()).args(["call", "homely"]))
+        .assert_completed("found under HOME");
+
+    let (_, functions) = list_json(toolcell().env("HOME", home.path()).args(["list", "--json"]));
+    assert_eq!(function_names(&functions), ["homely"]);
+
+    // A HOME without the directory: a missing directory is a usage error.
+    let empty_home = temp_dir();
+    let line = run(toolcell()
+        .env("HOME", empty_home.path())
+        .args(["call", "homely"]))
+    .usage_error();
+    assert!(
+        line.contains(".config/toolcell/plugins"),
+        "the error should name the missing default directory: {line}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// call: failures (exit 1, "[tool failed: MESSAGE]")
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn ctx_fail_prints_the_message_and_exits_1() {
+    let plugins = plugin_dir(&[(
+        "quota.lua",
+        r#"
+clm.tool_register("spend", {
+  invoke = function(args, ctx) ctx:fail("the quota is exhausted") end,
+})
+"#,
+    )]);
+    let output = call(plugins.path(), "spend", None);
+    assert_eq!(output.failure(), "the quota is exhausted", "{output}");
+}
+
+#[test]
+fn a_lua_error_fails_the_call_with_file_and_line() {
+    let plugins = plugin_dir(&[(
+        "broken.lua",
+        r#"clm.tool_register("explode", {
+  invoke = function(args, ctx)
+    error("kaboom")
+  end,
+})
+clm.tool_register("index_nil", {
+  invoke = function(args, ctx)
+    local missing = nil
+    return missing.field
+  end,
+})
+"#,
+    )]);
+    let output = call(plugins.path(), "explode", None);
+    let message = output.failure();
+    assert!(
+        message.contains("broken.lua:3:") && message.contains("kaboom"),
+        "the Lua error must say where and what: {message}{output}"
+    );
+
+    let output = call(plugins.path(), "index_nil", None);
+    let message = output.failure();
+    assert!(
+        message.contains("broken.lua:9:") && message.contains("nil"),
+        "the Lua error must say where and what: {message}{output}"
+    );
+}
+
+#[test]
+fn passing_the_call_deadline_fails_the_call() {
+    let plugins = plugin_dir(&[(
+        "spinner.lua",
+        r#"
+clm.tool_register("spin", {
+  timeout_ms = 200,
+  invoke = function(args, ctx)
+    while true do end
+  end,
+})
+"#,
+    )]);
+    let output = call(plugins.path(), "spin", None);
+    let message = output.failure().to_lowercase();
+    assert!(
+        message.contains("timed out")
+            || message.contains("deadline")
+            || message.contains("timeout"),
+        "the failure must say the deadline passed: {message}{output}"
+    );
+}
+
+#[test]
+fn reaching_the_memory_cap_fails_the_call() {
+    let plugins = plugin_dir(&[(
+        "hog.lua",
+        r#"
+clm.tool_register("hoard", {
+  invoke = function(args, ctx)
+    local hoard = {}
+    for i = 1, 100000000 do
+      hoard[i] = string.rep("x", 1024) .. i
+    end
+    ctx:complete("never: " .. #hoard)
+  end,
+})
+"#,
+    )]);
+    let output = call(plugins.path(), "hoard", None);
+    let message = output.failure();
+    assert!(
+        message.to_lowercase().contains("memory"),
+        "the failure must say memory ran out: {message}{output}"
+    );
+}
+
+#[test]
+fn ending_an_invocation_twice_fails_the_call() {
+    let plugins = plugin_dir(&[(
+        "twice.lua",
+        r#"
+clm.tool_register("complete_twice", {
+  invoke = function(args, ctx)
+    ctx:complete("first")
+    ctx:complete("second")
+  end,
+})
+clm.tool_register("complete_then_fail", {
+  invoke = function(args, ctx)
+    ctx:complete("first")
+    ctx:fail("second")
+  end,
+})
+"#,
+    )]);
+    for (tool, second_call) in [
+        ("complete_twice", "ctx:complete"),
+        ("complete_then_fail", "ctx:fail"),
+    ] {
+        let output = call(plugins.path(), tool, None);
+        let message = output.failure();
+        assert!(
+            message.contains(second_call) && message.contains("twice.lua:"),
+            "the failure must name the second call and where it was made: {message}{output}"
+        );
+    }
+}
+
+#[test]
+fn returning_without_completing_fails_the_call() {
+    let plugins = plugin_dir(&[(
+        "forgetful.lua",
+        r#"
+clm.tool_register("forget", {
+  invoke = function(args, ctx)
+    local ignored = args
+  end,
+})
+"#,
+    )]);
+    let output = call(plugins.path(), "forget", None);
+    let message = output.failure();
+    assert!(
+        message.to_lowercase().contains("complete"),
+        "the failure must say the invocation never completed: {message}{output}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// call: usage errors (exit 2, one line on stderr, nothing on stdout)
+// ---------------------------------------------------------------------------------
+
+/// A plugin whose tool leaves a mark in the file root when it runs.
+const MARKING_PLUGIN: &str = r#"
+clm.tool_register("echo", {
+  invoke = function(args, ctx)
+    clm.write_file("ran.txt", "the tool ran")
+    ctx:complete("echoed")
+  end,
+})
+"#;
+
+#[test]
+fn an_unknown_tool_is_a_usage_error_with_a_suggestion() {
+    let plugins = plugin_dir(&[("echo.lua", MARKING_PLUGIN)]);
+    let line = call(plugins.path(), "ehco", None).usage_error();
+    assert!(
+        line.contains("ehco") && line.contains("echo"),
+        "the error must name the unknown tool and suggest 'echo': {line}"
+    );
+    let line = call(plugins.path(), "completely_different_name", None).usage_error();
+    assert!(
+        line.contains("completely_different_name"),
+        "the error must name the unknown tool: {line}"
+    );
+}
+
+#[test]
+fn arguments_that_are_not_a_json_object_are_a_usage_error() {
+    let plugins = plugin_dir(&[("echo.lua", MARKING_PLUGIN)]);
+    let root = temp_dir();
+    for args in ["{not json", "", "[1, 2]", "42", "\"text\"", "null", "true"] {
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--root")
+            .arg(root.path())
+            .arg("echo")
+            .arg(args));
+        output.usage_error();
+        assert!(
+            !root.path().join("ran.txt").exists(),
+            "the tool must not run with invalid arguments {args:?}{output}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_plugin_directory_is_a_usage_error() {
+    let plugins = plugin_dir(&[("echo.lua", MARKING_PLUGIN)]);
+    let missing = plugins.path().join("no-such-dir");
+    let line = call(&missing, "echo", None).usage_error();
+    assert!(
+        line.contains("no-such-dir"),
+        "the error must name the directory: {line}"
+    );
+
+    // One good directory does not excuse a missing one.
+    let line = run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("--plugins")
+        .arg(&missing)
+        .arg("echo"))
+    .usage_error();
+    assert!(line.contains("no-such-dir"), "{line}");
+
+    // list too.
+    let line = run(toolcell().arg("list").arg("--plugins").arg(&missing)).usage_error();
+    assert!(line.contains("no-such-dir"), "{line}");
+}
+
+#[test]
+fn a_bad_config_file_is_a_usage_error() {
+    let plugins = plugin_dir(&[("echo.lua", MARKING_PLUGIN)]);
+    let configs = temp_dir();
+    let cases = [
+        ("unclosed.toml", Some("[tools.echo\nkey = 1\n")),
+        ("not_a_table.toml", Some("tools = 3\n")),
+        ("bad_value.toml", Some("[tools.echo]\nkey = \n")),
+        ("absent.toml", None),
+    ];
+    for (name, content) in cases {
+        let path = configs.path().join(name);
+        if let Some(content) = content {
+            write(&path, content);
+        }
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--config")
+            .arg(&path)
+            .arg("echo"));
+        let line = output.usage_error();
+        assert!(
+            line.contains(name),
+            "the error must name the config file {name}: {line}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Loading: diagnostics on stderr, failing plugins skipped
+// ---------------------------------------------------------------------------------
+
+const HEALTHY_PLUGIN: &str = r#"
+clm.tool_register("healthy", {
+  description = "Still works",
+  invoke = function(args, ctx) ctx:complete("healthy answer") end,
+})
+"#;
+
+#[test]
+fn a_plugin_with_a_syntax_error_is_reported_and_skipped() {
+    let plugins = plugin_dir(&[
+        ("syntax_bad.lua", "local x = = 1\n"),
+        ("z_healthy.lua", HEALTHY_PLUGIN),
+    ]);
+    let output = call(plugins.path(), "healthy", None);
+    output.assert_completed("healthy answer");
+    output.assert_stderr_line(&["syntax_bad.lua", "unexpected symbol"]);
+}
+
+#[test]
+fn a_plugin_failing_at_load_time_is_reported_and_skipped() {
+    let plugins = plugin_dir(&[
+        ("a_healthy.lua", HEALTHY_PLUGIN),
+        (
+            "load_error.lua",
+            r#"
+clm.tool_register("never_registered", { invoke = function(_, ctx) ctx:complete("x") end })
+error("broken at load time")
+"#,
+        ),
+    ]);
+    let output = call(plugins.path(), "healthy", None);
+    output.assert_completed("healthy answer");
+    output.assert_stderr_line(&["load_error.lua", "broken at load time"]);
+
+    // Nothing of the failed plugin is registered, even what it registered before failing.
+    let (_, functions) = list_json(
+        toolcell()
+            .arg("list")
+            .arg("--json")
+            .arg("--plugins")
+            .arg(plugins.path()),
+    );
+    assert_eq!(function_names(&functions), ["healthy"]);
+}
+
+#[test]
+fn a_plugin_passing_the_load_deadline_is_reported_and_skipped() {
+    let plugins = plugin_dir(&[
+        ("a_healthy.lua", HEALTHY_PLUGIN),
+        ("spin_at_load.lua", "while true do end\n"),
+        (
+            "z_healthy.lua",
+            r#"clm.tool_register("also_healthy", { invoke = function(_, ctx) ctx:complete("also fine") end })"#,
+        ),
+    ]);
+    let output = call(plugins.path(), "healthy", None);
+    output.assert_completed("healthy answer");
+    let reported = output.stderr_lines_with(&["spin_at_load.lua"]);
+    assert!(
+        reported.iter().any(|line| {
+            let line = line.to_lowercase();
+            line.contains("deadline") || line.contains("timed out") || line.contains("500 ms")
+        }),
+        "the load-time deadline must be reported with the file name{output}"
+    );
+    call(plugins.path(), "also_healthy", None).assert_completed("also fine");
+}
+
+#[test]
+fn an_invalid_wasm_plugin_is_reported_and_skipped_and_other_files_are_ignored() {
+    let plugins = plugin_dir(&[
+        ("a_healthy.lua", HEALTHY_PLUGIN),
+        ("junk.wasm", "\0asm this is not a component"),
+        // Not plugin files: never loaded.
+        (
+            "notes.txt",
+            r#"clm.tool_register("from_txt", { invoke = function(_, ctx) ctx:complete("x") end })"#,
+        ),
+        (
+            "backup.lua.bak",
+            r#"clm.tool_register("from_bak", { invoke = function(_, ctx) ctx:complete("x") end })"#,
+        ),
+    ]);
+    let output = call(plugins.path(), "healthy", None);
+    output.assert_completed("healthy answer");
+    output.assert_stderr_line(&["junk.wasm"]);
+    for tool in ["from_txt", "from_bak"] {
+        // Exit 2 as an unknown tool (stderr also holds the junk.wasm report).
+        let output = call(plugins.path(), tool, None);
+        assert_eq!(output.code, Some(2), "{tool} must be unknown{output}");
+        assert_eq!(output.stdout, "", "{output}");
+        output.assert_stderr_line(&[tool]);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Load order and tool-name collisions
+// ---------------------------------------------------------------------------------
+
+fn tool_plugin(tool: &str, answer: &str) -> String {
+    format!(
+        r#"clm.tool_register("{tool}", {{ description = "from {answer}", invoke = function(_, ctx) ctx:complete("{answer}") end }})"#
+    )
+}
+
+#[test]
+fn plugins_load_directory_by_directory_and_file_by_file_in_name_order() {
+    // Written out of order, so neither creation order nor chance makes this pass.
+    let first = plugin_dir(&[
+        ("c.lua", &tool_plugin("t_c", "c")),
+        ("a.lua", &tool_plugin("t_a", "a")),
+        ("b.lua", &tool_plugin("t_b", "b")),
+    ]);
+    let second = plugin_dir(&[("0.lua", &tool_plugin("u_0", "0"))]);
+    let list = || {
+        list_json(
+            toolcell()
+                .args(["list", "--json", "--plugins"])
+                .arg(first.path())
+                .arg("--plugins")
+                .arg(second.path()),
+        )
+    };
+    let (one, functions) = list();
+    assert_eq!(
+        function_names(&functions),
+        ["t_a", "t_b", "t_c", "u_0"],
+        "{one}"
+    );
+    let (two, _) = list();
+    assert_eq!(
+        one.stdout, two.stdout,
+        "the order must be the same on every run"
+    );
+}
+
+#[test]
+fn a_colliding_tool_name_across_directories_keeps_the_first() {
+    let first = plugin_dir(&[("zeta.lua", &tool_plugin("dup", "zeta wins"))]);
+    let second = plugin_dir(&[(
+        "alpha.lua",
+        r#"
+clm.tool_register("dup", { invoke = function(_, ctx) ctx:complete("alpha wins") end })
+clm.tool_register("alpha_only", { invoke = function(_, ctx) ctx:complete("alpha still loads") end })
+"#,
+    )]);
+    let both = |a: &Path, b: &Path, tool: &str| {
+        run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(a)
+            .arg("--plugins")
+            .arg(b)
+            .arg(tool))
+    };
+
+    let output = both(first.path(), second.path(), "dup");
+    output.assert_completed("zeta wins");
+    output.assert_stderr_line(&["dup", "zeta", "alpha"]);
+    // Only the colliding registration is rejected: the rest of that plugin loads.
+    both(first.path(), second.path(), "alpha_only").assert_completed("alpha still loads");
+
+    // The other way round, the other one is first.
+    let output = both(second.path(), first.path(), "dup");
+    output.assert_completed("alpha wins");
+    output.assert_stderr_line(&["dup", "zeta", "alpha"]);
+}
+
+#[test]
+fn a_colliding_tool_name_in_one_directory_keeps_the_first_file_by_name() {
+    // b_late.lua is written first; a_early.lua still loads first.
+    let plugins = plugin_dir(&[
+        ("b_late.lua", &tool_plugin("same", "from b_late")),
+        ("a_early.lua", &tool_plugin("same", "from a_early")),
+    ]);
+    let output = call(plugins.path(), "same", None);
+    output.assert_completed("from a_early");
+    output.assert_stderr_line(&["same", "a_early", "b_late"]);
+
+    let (_, functions) = list_json(
+        toolcell()
+            .args(["list", "--json", "--plugins"])
+            .arg(plugins.path()),
+    );
+    assert_eq!(functions.len(), 1, "a name is listed once");
+    assert_eq!(functions[0]["function"]["description"], "from from a_early");
+}
+
+// ---------------------------------------------------------------------------------
+// list
+// ---------------------------------------------------------------------------------
+
+#[test]
+fn list_prints_a_table_of_name_plugin_flags_and_description() {
+    let plugins = plugin_dir(&[(
+        "tablefmt.lua",
+        r#"
+local function noop(_, ctx) ctx:complete("") end
+clm.tool_register("plain_tool", { description = "Does plain things", invoke = noop })
+clm.tool_register("quiet_tool", { description = "Needs no prompt", no_prompt = true, invoke = noop })
+clm.tool_register("secret_tool", { description = "Only for other plugins", hidden = true, invoke = noop })
+"#,
+    )]);
+    let output = run(toolcell().arg("list").arg("--plugins").arg(plugins.path()));
+    assert_eq!(output.code, Some(0), "{output}");
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    let header = lines.first().copied().unwrap_or_default().to_uppercase();
+    let positions: Vec<Option<usize>> = ["NAME", "PLUGIN", "FLAGS", "DESCRIPTION"]
+        .iter()
+        .map(|column| header.find(column))
+        .collect();
+    assert!(
+        positions.iter().all(Option::is_some) && positions.windows(2).all(|pair| pair[0] < pair[1]),
+        "the header must show name, plugin, flags, description in order{output}"
+    );
+
+    let row = |tool: &str, description: &str| -> (String, String) {
+        let line = lines
+            .iter()
+            .find(|line| line.split_whitespace().next() == Some(tool))
+            .unwrap_or_else(|| panic!("no row for {tool}{output}"));
+        let rest = line
+            .trim_end()
+            .strip_suffix(description)
+            .unwrap_or_else(|| panic!("the row of {tool} must end with its description{output}"));
+        let cells: Vec<&str> = rest.split_whitespace().collect();
+        assert!(cells.len() >= 2, "row of {tool}: {line}");
+        (cells[1].to_string(), cells[2..].join(" "))
+    };
+    for (tool, description, flag) in [
+        ("plain_tool", "Does plain things", None),
+        ("quiet_tool", "Needs no prompt", Some("prompt")),
+        ("secret_tool", "Only for other plugins", Some("hidden")),
+    ] {
+        let (plugin, flags) = row(tool, description);
+        assert!(
+            plugin == "tablefmt" || plugin == "tablefmt.lua",
+            "the plugin column of {tool} must name tablefmt, not {plugin:?}{output}"
+        );
+        match flag {
+            Some(flag) => assert!(
+                flags.contains(flag),
+                "the flags of {tool} must show {flag}: {flags:?}{output}"
+            ),
+            None => assert!(
+                !flags.contains("hidden") && !flags.contains("prompt"),
+                "{tool} has no flags: {flags:?}{output}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn list_json_prints_openai_function_definitions_of_visible_tools() {
+    let plugins = plugin_dir(&[(
+        "schemas.lua",
+        r#"
+local function noop(_, ctx) ctx:complete("") end
+clm.tool_register("search", {
+  description = "Search the notes",
+  params_schema = {
+    type = "object",
+    properties = {
+      query = { type = "string", description = "what to look for" },
+      limit = { type = "integer" },
+    },
+    required = { "query" },
+  },
+  invoke = noop,
+})
+clm.tool_register("bare", { description = "No parameters at all", invoke = noop })
+clm.tool_register("internal", { description = "A helper for other plugins", hidden = true, invoke = noop })
+"#,
+    )]);
+    let (output, functions) = list_json(
+        toolcell()
+            .args(["list", "--json", "--plugins"])
+            .arg(plugins.path()),
+    );
+    assert_eq!(
+        functions,
+        vec![
+            json!({
+                "type": "function",
+                "function": {
+                    "name": "search",
+                    "description": "Search the notes",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "query": { "type": "string", "description": "what to look for" },
+                            "limit": { "type": "integer" },
+                        },
+                        "required": ["query"],
+                    },
+                },
+            }),
+            json!({
+                "type": "function",
+                "function": {
+                    "name": "bare",
+                    "description": "No parameters at all",
+                    "parameters": { "type": "object", "properties": {} },
+                },
+            }),
+        ],
+        "hidden tools are left out; a tool without a schema takes any object{output}"
+    );
+}
+
+#[test]
+fn list_without_plugins_uses_the_config_dir_under_home() {
+    let home = temp_dir();
+    write(
+        &home.path().join(".config/toolcell/plugins/homely.lua"),
+        tool_plugin("homely", "home"),
+    );
+    let output = run(toolcell().env("HOME", home.path()).arg("list"));
+    assert_eq!(output.code, Some(0), "{output}");
+    assert!(
+        output
+            .stdout
+            .lines()
+            .any(|line| line.split_whitespace().next() == Some("homely")),
+        "the table must list the tool found under HOME{output}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// --config: clm.config
+// ---------------------------------------------------------------------------------
+
+const CONFIG_REPORT: &str = r#"
+local at_load = clm.config.api_key
+clm.tool_register("forecast", {
+  invoke = function(args, ctx)
+    ctx:complete(json.encode({ at_load = at_load, config = clm.config }))
+  end,
+})
+"#;
+
+#[test]
+fn config_table_named_after_the_file_stem_becomes_clm_config() {
+    let plugins = plugin_dir(&[("weather.lua", CONFIG_REPORT)]);
+    let config = temp_dir();
+    let config_file = config.path().join("toolcell.toml");
+    write(
+        &config_file,
+        r#"
+[tools.weather]
+api_key = "k-123"
+retries = 3
+
+[tools.weather.endpoint]
+host = "example.test"
+secure = true
+
+[tools.unrelated]
+api_key = "not for weather"
+"#,
+    );
+    let output = run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("--config")
+        .arg(&config_file)
+        .arg("forecast"));
+    assert_eq!(output.code, Some(0), "{output}");
+    let reported: Value = serde_json::from_str(output.stdout.trim_end())
+        .unwrap_or_else(|error| panic!("the tool reports JSON: {error}{output}"));
+    assert_eq!(
+        reported,
+        json!({
+            "at_load": "k-123",
+            "config": {
+                "api_key": "k-123",
+                "retries": 3,
+                "endpoint": { "host": "example.test", "secure": true },
+            },
+        }),
+        "{output}"
+    );
+}
+
+#[test]
+fn config_table_named_after_a_tool_becomes_clm_config_of_its_plugin() {
+    let plugins = plugin_dir(&[(
+        "toolbox.lua",
+        r#"
+local function report(_, ctx) ctx:complete(json.encode(clm.config)) end
+clm.tool_register("hammer", { invoke = report })
+clm.tool_register("saw", { invoke = report })
+"#,
+    )]);
+    let config = temp_dir();
+    let config_file = config.path().join("toolcell.toml");
+    write(&config_file, "[tools.saw]\nblade = \"fine\"\nteeth = 24\n");
+    for tool in ["saw", "hammer"] {
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--config")
+            .arg(&config_file)
+            .arg(tool));
+        assert_eq!(output.code, Some(0), "{output}");
+        let reported: Value = serde_json::from_str(output.stdout.trim_end())
+            .unwrap_or_else(|error| panic!("the tool reports JSON: {error}{output}"));
+        assert_eq!(
+            reported,
+            json!({ "blade": "fine", "teeth": 24 }),
+            "clm.config is the plugin's, whichever of its tools runs{output}"
+        );
+    }
+}
+
+#[test]
+fn clm_config_is_an_empty_table_without_a_matching_entry() {
+    let plugins = plugin_dir(&[(
+        "lonely.lua",
+        r#"
+local function describe()
+  return type(clm.config) .. ":" .. tostring(type(clm.config) == "table" and next(clm.config) == nil)
+end
+local at_load = describe()
+clm.tool_register("lonely", {
+  invoke = function(args, ctx) ctx:complete(at_load .. "|" .. describe()) end,
+})
+"#,
+    )]);
+    let config = temp_dir();
+    let config_file = config.path().join("toolcell.toml");
+    write(&config_file, "[tools.someone_else]\nsetting = 1\n");
+
+    run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("--config")
+        .arg(&config_file)
+        .arg("lonely"))
+    .assert_completed("table:true|table:true");
+    call(plugins.path(), "lonely", None).assert_completed("table:true|table:true");
+}
+
+// ---------------------------------------------------------------------------------
+// --root: clm.read_file / clm.write_file
+// ---------------------------------------------------------------------------------
+
+/// A root with `inside.txt` and `sub/`, next to `outside.txt`, plus the plugin.
+struct FilesFixture {
+    base: TempDir,
+}
+
+impl FilesFixture {
+    fn new() -> Self {
+        let base = temp_dir();
+        write(&base.path().join("plugins/files.lua"), FILES_PLUGIN);
+        write(&base.path().join("root/inside.txt"), "inside content");
+        fs::create_dir_all(base.path().join("root/sub")).expect("create root/sub");
+        write(&base.path().join("outside.txt"), "outside original");
+        FilesFixture { base }
+    }
+
+    fn plugins(&self) -> PathBuf {
+        self.base.path().join("plugins")
+    }
+
+    fn root(&self) -> PathBuf {
+        self.base.path().join("root")
+    }
+
+    fn outside(&self, name: &str) -> PathBuf {
+        self.base.path().join(name)
+    }
+
+    fn tool(&self, tool: &str, args: Value) -> Run {
+        file_tool(&self.plugins(), &self.root(), tool, args)
+    }
+
+    fn assert_outside_untouched(&self) {
+        assert_eq!(
+            fs::read_to_string(self.outside("outside.txt")).expect("read outside.txt"),
+            "outside original",
+            "the file outside the root must be unchanged"
+        );
+    }
+}
+
+#[test]
+fn read_file_reads_inside_the_root() {
+    let fixture = FilesFixture::new();
+    fixture
+        .tool("read", json!({ "path": "inside.txt" }))
+        .assert_completed("inside content|nil|nil");
+    let absolute = fixture
+        .root()
+        .canonicalize()
+        .expect("canonical root")
+        .join("inside.txt");
+    fixture
+        .tool("read", json!({ "path": absolute.to_string_lossy() }))
+        .assert_completed("inside content|nil|nil");
+    assert_refused(
+        &fixture.tool("read", json!({ "path": "sub/missing.txt" })),
+        "reading a missing file",
+    );
+}
+
+#[test]
+fn read_file_refuses_paths_outside_the_root() {
+    let fixture = FilesFixture::new();
+    let absolute_outside = fixture.outside("outside.txt");
+    for path in [
+        "../outside.txt".to_string(),
+        "sub/../../outside.txt".to_string(),
+        absolute_outside.to_string_lossy().into_owned(),
+    ] {
+        let output = fixture.tool("read", json!({ "path": path }));
+        assert_refused(&output, &format!("reading {path}"));
+        assert!(
+            !output.stdout.contains("outside original"),
+            "the content outside the root must not leak{output}"
+        );
+    }
+}
+
+#[test]
+fn write_file_writes_inside_the_root() {
+    let fixture = FilesFixture::new();
+    fixture
+        .tool("write", json!({ "path": "new.txt", "content": "fresh" }))
+        .assert_completed("true|nil|nil");
+    assert_eq!(
+        fs::read_to_string(fixture.root().join("new.txt")).expect("read new.txt"),
+        "fresh"
+    );
+    fixture
+        .tool(
+            "write",
+            json!({ "path": "sub/nested.txt", "content": "nested" }),
+        )
+        .assert_completed("true|nil|nil");
+    assert_eq!(
+        fs::read_to_string(fixture.root().join("sub/nested.txt")).expect("read nested.txt"),
+        "nested"
+    );
+    fixture
+        .tool(
+            "write",
+            json!({ "path": "inside.txt", "content": "replaced" }),
+        )
+        .assert_completed("true|nil|nil");
+    assert_eq!(
+        fs::read_to_string(fixture.root().join("inside.txt")).expect("read inside.txt"),
+        "replaced"
+    );
+}
+
+#[test]
+fn write_file_refuses_paths_outside_the_root() {
+    let fixture = FilesFixture::new();
+    let cases = [
+        ("../outside.txt".to_string(), "outside.txt"),
+        ("../escaped.txt".to_string(), "escaped.txt"),
+        ("sub/../../escaped_sub.txt".to_string(), "escaped_sub.txt"),
+        (
+            fixture
+                .outside("escaped_abs.txt")
+                .to_string_lossy()
+                .into_owned(),
+            "escaped_abs.txt",
+        ),
+        (
+            fixture
+                .outside("outside.txt")
+                .to_string_lossy()
+                .into_owned(),
+            "outside.txt",
+        ),
+    ];
+    for (path, target) in cases {
+        let output = fixture.tool("write", json!({ "path": path, "content": "pwned" }));
+        assert_refused(&output, &format!("writing {path}"));
+        if target != "outside.txt" {
+            assert!(
+                !fixture.outside(target).exists(),
+                "writing {path} must not create {target}{output}"
+            );
+        }
+        fixture.assert_outside_untouched();
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinks_leading_out_of_the_root_are_refused() {
+    use std::os::unix::fs::symlink;
+
+    let fixture = FilesFixture::new();
+    symlink(
+        fixture.outside("outside.txt"),
+        fixture.root().join("link_out"),
+    )
+    .expect("create a file symlink");
+    symlink(fixture.base.path(), fixture.root().join("dir_out")).expect("create a dir symlink");
+    let before = snapshot(fixture.base.path());
+
+    for path in ["link_out", "dir_out/outside.txt"] {
+        let output = fixture.tool("read", json!({ "path": path }));
+        assert_refused(&output, &format!("reading through the symlink {path}"));
+        assert!(!output.stdout.contains("outside original"), "{output}");
+    }
+    let mut failures = Vec::new();
+    for path in [
+        "dir_out/escaped_link.txt",
+        "dir_out/outside.txt",
+        "link_out",
+    ] {
+        let output = fixture.tool("write", json!({ "path": path, "content": "pwned" }));
+        // Collect rather than stop at the first, so every escape shows up at once.
+        if let Err(problem) = refusal(&output, &format!("writing through the symlink {path}")) {
+            failures.push(problem);
+        }
+    }
+    fixture.assert_outside_untouched();
+    assert!(!fixture.outside("escaped_link.txt").exists());
+    assert_eq!(
+        snapshot(fixture.base.path()),
+        before,
+        "refused writes touch nothing, inside or outside the root (failures: {failures:#?})"
+    );
+    assert!(
+        failures.is_empty(),
+        "writes through symlinks leading out must fail: {failures:#?}"
+    );
+}
+
+#[test]
+fn the_root_defaults_to_the_current_directory() {
+    let fixture = FilesFixture::new();
+    let cwd = temp_dir();
+    write(&cwd.path().join("present.txt"), "in the working directory");
+    let in_cwd = |tool: &str, args: Value| {
+        run(toolcell()
+            .current_dir(cwd.path())
+            .arg("call")
+            .arg("--plugins")
+            .arg(fixture.plugins())
+            .arg(tool)
+            .arg(args.to_string()))
+    };
+    in_cwd("read", json!({ "path": "present.txt" }))
+        .assert_completed("in the working directory|nil|nil");
+    in_cwd(
+        "write",
+        json!({ "path": "made_here.txt", "content": "made" }),
+    )
+    .assert_completed("true|nil|nil");
+    assert_eq!(
+        fs::read_to_string(cwd.path().join("made_here.txt")).expect("read made_here.txt"),
+        "made"
+    );
+    // The default root is the working directory, not somewhere else such as the
+    // plugin directory.
+    assert_refused(
+        &in_cwd("read", json!({ "path": "../plugins/files.lua" })),
+        "reading out of the default root",
+    );
+    assert!(!fixture.plugins().join("made_here.txt").exists());
+}
+
+// ---------------------------------------------------------------------------------
+// Debug log
+// ---------------------------------------------------------------------------------
+
+const CHATTY_PLUGIN: &str = r#"
+print("load-print-marker")
+clm.tool_register("chatty", {
+  invoke = function(args, ctx)
+    print("invoke-print-marker")
+    ctx:log("ctx-log-marker")
+    ctx:complete("quiet result")
+  end,
+})
+"#;
+
+fn assert_debug_log(variable: &str) {
+    let plugins = plugin_dir(&[("chatty.lua", CHATTY_PLUGIN)]);
+    let logs = temp_dir();
+    let log = logs.path().join("debug.log");
+    write(&log, "an earlier line\n");
+    let output = run(toolcell()
+        .env(variable, &log)
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("chatty"));
+    output.assert_completed("quiet result");
+    let text = fs::read_to_string(&log).expect("read the debug log");
+    assert!(
+        text.starts_with("an earlier line\n"),
+        "{variable}: the log is appended to, not replaced:\n{text}"
+    );
+    for marker in ["ctx-log-marker", "invoke-print-marker", "load-print-marker"] {
+        assert!(
+            text.contains(marker),
+            "{variable}: the debug log must contain {marker}:\n{text}"
+        );
+        assert!(!output.stdout.contains(marker), "{output}");
+    }
+
+    // A second run appends again.
+    run(toolcell()
+        .env(variable, &log)
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("chatty"))
+    .assert_completed("quiet result");
+    let again = fs::read_to_string(&log).expect("read the debug log");
+    assert!(
+        again.starts_with(&text) && again.matches("ctx-log-marker").count() == 2,
+        "{variable}: a second run appends:\n{again}"
+    );
+}
+
+#[test]
+fn clm_debug_log_receives_ctx_log_and_print() {
+    assert_debug_log("CLM_DEBUG_LOG");
+}
+
+#[test]
+fn toolcell_debug_log_receives_ctx_log_and_print() {
+    assert_debug_log("TOOLCELL_DEBUG_LOG");
+}
+
+#[test]
+fn without_a_debug_log_nothing_is_written_anywhere() {
+    let work = temp_dir();
+    let home = temp_dir();
+    write(&work.path().join("plugins/chatty.lua"), CHATTY_PLUGIN);
+    let before = (snapshot(work.path()), snapshot(home.path()));
+    let output = run(toolcell()
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .arg("call")
+        .arg("--plugins")
+        .arg(work.path().join("plugins"))
+        .arg("chatty"));
+    output.assert_completed("quiet result");
+    assert!(
+        !output.stderr.contains("marker"),
+        "print/ctx:log must not reach stderr either{output}"
+    );
+    assert_eq!(
+        (snapshot(work.path()), snapshot(home.path())),
+        before,
+        "no file may be written without a debug log{output}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// --allow-http
+// ---------------------------------------------------------------------------------
+
+const FETCH_PLUGIN: &str = r#"
+clm.tool_register("fetch", {
+  invoke = function(args, ctx)
+    local resp, err = http.get(args.url)
+    if resp == nil then return ctx:fail(err) end
+    ctx:complete(resp.status .. " " .. resp.body)
+  end,
+})
+"#;
+
+#[test]
+fn http_to_loopback_is_refused_by_policy_without_a_grant() {
+    let plugins = plugin_dir(&[("fetch.lua", FETCH_PLUGIN)]);
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test HTTP server");
+    let port = listener.local_addr().expect("local address").port();
+    let url = format!("http://127.0.0.1:{port}/probe");
+    let output = call(
+        plugins.path(),
+        "fetch",
+        Some(&json!({ "url": url }).to_string()),
+    );
+    let message = output.failure();
+    assert!(
+        message.contains("refused by policy"),
+        "the failure must say the policy refused it: {message}{output}"
+    );
+    listener
+        .set_nonblocking(true)
+        .expect("non-blocking listener");
+    match listener.accept() {
+        Err(error) if error.kind() == ErrorKind::WouldBlock => {}
+        Err(error) => panic!("accept failed: {error}"),
+        Ok(_) => panic!("a refused request must not connect to the server{output}"),
+    }
+}
+
+#[test]
+fn allow_http_grants_a_host_and_a_host_with_port() {
+    let plugins = plugin_dir(&[("fetch.lua", FETCH_PLUGIN)]);
+    for grant in ["127.0.0.1", "127.0.0.1:PORT"] {
+        let (port, requests) = serve_once();
+        let grant = grant.replace("PORT", &port.to_string());
+        let url = format!("http://127.0.0.1:{port}/probe");
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--allow-http")
+            .arg(&grant)
+            .arg("fetch")
+            .arg(json!({ "url": url }).to_string()));
+        output.assert_completed("200 canned-payload");
+        let request = requests
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the server saw the request");
+        assert!(
+            request.starts_with("GET /probe "),
+            "--allow-http {grant}: unexpected request {request:?}"
+        );
+    }
+}
