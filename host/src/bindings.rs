@@ -14,7 +14,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub use exports::toolcell::plugin::guest::LoadRequest;
-pub use toolcell::plugin::types::{
+pub use self::exports::toolcell::plugin::guest::LoadRequest;
+pub use self::toolcell::plugin::types::{
     CallState, HttpRequest, HttpResponse, LoadError, OpOutcome, ToolSpec,
 };

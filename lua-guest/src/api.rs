@@ -182,7 +182,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             lua,
             format!(
                 "clm.tool_register('{name}'): {field} must be {expected}, got {}",
-                type_name(&got)
+                type_name(got)
             ),
         )
     };

@@ -77,7 +77,7 @@ fn describe(value: &Value) -> String {
     match value {
         Value::Integer(n) => n.to_string(),
         Value::Number(n) => n.to_string(),
-        other => type_name(&other).to_string(),
+        other => type_name(other).to_string(),
     }
 }
 

@@ -358,7 +358,7 @@ fn handle_of(lua: &Lua, what: &str, value: &Value) -> mlua::Result<TaskHandle> {
     }
     Err(api_error(
         lua,
-        format!("{what} expects a task handle, got {}", type_name(&value)),
+        format!("{what} expects a task handle, got {}", type_name(value)),
     ))
 }
 
@@ -402,10 +402,7 @@ fn task_list(lua: &Lua, what: &str, tasks: &Value, call: CallId) -> mlua::Result
     let Value::Table(table) = tasks else {
         return Err(api_error(
             lua,
-            format!(
-                "{what} expects an array of tasks, got {}",
-                type_name(&tasks)
-            ),
+            format!("{what} expects an array of tasks, got {}", type_name(tasks)),
         ));
     };
     let mut seen = HashSet::new();
