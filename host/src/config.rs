@@ -147,22 +147,21 @@ impl Config {
         limits
     }
 
-    /// The HTTP policy and settings of plugin `stem`, with `extra` grants (from the
-    /// command line) added to every plugin's.
-    pub fn http_for(&self, stem: &str, extra: &[HostGrant]) -> (HttpPolicy, HttpSettings) {
+    /// The HTTP policy and settings of plugin `stem`: `[http]`, then its own section,
+    /// then `overrides` (the command line), whose grants add to the others'.
+    pub fn http_for(
+        &self,
+        stem: &str,
+        grants: &[HostGrant],
+        overrides: &HttpSection,
+    ) -> (HttpPolicy, HttpSettings) {
         let mut section = self.http.clone();
         if let Some(plugin) = self.plugins.get(stem) {
-            section.allow.extend(plugin.http.allow.iter().cloned());
-            section.public = plugin.http.public.or(section.public);
-            section.timeout_ms = plugin.http.timeout_ms.or(section.timeout_ms);
-            section.max_response_bytes = plugin
-                .http
-                .max_response_bytes
-                .or(section.max_response_bytes);
-            section.max_redirects = plugin.http.max_redirects.or(section.max_redirects);
+            section = section.overlay(&plugin.http);
         }
+        let section = section.overlay(overrides);
         // Checked in `parse`; an error here cannot happen for a parsed config.
-        let policy = section.policy(extra).unwrap_or_default();
+        let policy = section.policy(grants).unwrap_or_default();
         (policy, section.settings())
     }
 }
@@ -186,6 +185,16 @@ impl LimitsSection {
 }
 
 impl HttpSection {
+    /// `other` over `self`: its grants are added, the bounds it sets replace these.
+    pub fn overlay(mut self, other: &HttpSection) -> HttpSection {
+        self.allow.extend(other.allow.iter().cloned());
+        self.public = other.public.or(self.public);
+        self.timeout_ms = other.timeout_ms.or(self.timeout_ms);
+        self.max_response_bytes = other.max_response_bytes.or(self.max_response_bytes);
+        self.max_redirects = other.max_redirects.or(self.max_redirects);
+        self
+    }
+
     fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, String> {
         let mut grants = extra.to_vec();
         for entry in &self.allow {

@@ -25,7 +25,7 @@ use wasmtime::component::{Component, Linker};
 
 use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
-use crate::config::Config;
+use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::files::FileRoot;
 use crate::http::HostGrant;
@@ -135,6 +135,7 @@ pub struct RuntimeBuilder {
     root: Option<PathBuf>,
     limits: Limits,
     http_grants: Vec<HostGrant>,
+    http_overrides: HttpSection,
     debug_log: Option<PathBuf>,
     cache: CodeCache,
 }
@@ -147,6 +148,7 @@ impl Default for RuntimeBuilder {
             root: None,
             limits: Limits::default(),
             http_grants: Vec::new(),
+            http_overrides: HttpSection::default(),
             debug_log: DebugLog::path_from_env(),
             cache: CodeCache::from_env(),
         }
@@ -183,6 +185,13 @@ impl RuntimeBuilder {
     /// Grants every plugin HTTP access to a host the default policy refuses.
     pub fn allow_http(mut self, grant: HostGrant) -> Self {
         self.http_grants.push(grant);
+        self
+    }
+
+    /// HTTP bounds (and grants, as text) that win over the configuration file's, for
+    /// every plugin: what the command line says.
+    pub fn http_overrides(mut self, overrides: HttpSection) -> Self {
+        self.http_overrides = overrides;
         self
     }
 
@@ -237,7 +246,9 @@ impl RuntimeBuilder {
         let mut loads = tokio::task::JoinSet::new();
         for (index, path) in files.iter().enumerate() {
             let name = stem(path);
-            let (http_policy, http_settings) = self.config.http_for(&name, &self.http_grants);
+            let (http_policy, http_settings) =
+                self.config
+                    .http_for(&name, &self.http_grants, &self.http_overrides);
             let limits = self.config.limits_for(&name, &self.limits);
             let settings = PluginSettings {
                 limits,

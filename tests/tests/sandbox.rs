@@ -213,6 +213,33 @@ async fn the_memory_limit_is_configurable() {
     assert_eq!(output(&larger, "big", "{}").await, (12 * MIB).to_string());
 }
 
+#[tokio::test]
+async fn the_hosts_memory_cap_holds_when_the_plugins_own_limit_is_higher() {
+    let fixture = Fixture::new(&[(
+        "hog.lua",
+        r#"
+        clm.tool_register("hog", { invoke = function(_, ctx)
+          local t = {}
+          for i = 1, 1e9 do t[i] = string.rep("x", 4096) .. i end
+        end })
+        clm.tool_register("small", { invoke = function(_, ctx) ctx:complete("fine") end })
+        "#,
+    )]);
+    // Lua may use 256 MiB, but the instance's linear memory is capped at 24 MiB: the
+    // host's limiter, not the Lua allocator, is what stops the plugin.
+    let limits = Limits {
+        memory: 256 * MIB,
+        linear_memory: 24 * MIB,
+        ..Limits::default()
+    };
+    let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
+    assert_contains(
+        &failure(&runtime, "hog", "{}").await,
+        &["memory cap of 24 MiB"],
+    );
+    assert_eq!(output(&runtime, "small", "{}").await, "fine");
+}
+
 const CRASHERS: &str = r#"
 clm.tool_register("burn", { invoke = function(_, ctx)
   local x = 0

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::Config;
+use crate::config::{Config, HttpSection};
 use crate::http::HostGrant;
 use crate::{Runtime, RuntimeBuilder};
 
@@ -59,6 +59,15 @@ struct PluginArgs {
     /// link-local; `*.domain` matches subdomains. Repeatable.
     #[arg(long = "allow-http", value_name = "HOST[:PORT]")]
     allow_http: Vec<HostGrant>,
+    /// Time limit of one HTTP request, body included, in ms [default: 30000, or the config's]
+    #[arg(long, value_name = "MS")]
+    http_timeout_ms: Option<u64>,
+    /// Largest HTTP response body accepted, in bytes [default: 4194304 (4 MiB), or the config's]
+    #[arg(long, value_name = "BYTES")]
+    http_max_response_bytes: Option<u64>,
+    /// Redirects followed per HTTP request [default: 5, or the config's]
+    #[arg(long, value_name = "N")]
+    http_max_redirects: Option<usize>,
 }
 
 impl PluginArgs {
@@ -82,6 +91,12 @@ impl PluginArgs {
         for grant in &self.allow_http {
             builder = builder.allow_http(grant.clone());
         }
+        builder = builder.http_overrides(HttpSection {
+            timeout_ms: self.http_timeout_ms,
+            max_response_bytes: self.http_max_response_bytes,
+            max_redirects: self.http_max_redirects,
+            ..HttpSection::default()
+        });
         runtime
             .block_on(builder.build())
             .map_err(|error| error.to_string())

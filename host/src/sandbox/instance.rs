@@ -83,6 +83,8 @@ impl std::error::Error for HardDeadline {}
 pub struct Instance {
     store: Store<StoreState>,
     plugin: Plugin,
+    /// The memory cap's refusals before the current step.
+    refusals_before_step: u64,
 }
 
 impl Instance {
@@ -112,7 +114,7 @@ impl Instance {
             .pre
             .instantiate_async(&mut store)
             .await
-            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error).0))?;
+            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0).0))?;
         let request = LoadRequest {
             name: context.name.clone(),
             script: context.script.clone(),
@@ -125,10 +127,17 @@ impl Instance {
             .call_load(&mut store, &request)
             .await;
         match result {
-            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error).0)),
+            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error, 0).0)),
             Ok(Err(LoadError::TimedOut)) => Err(LoadFailure::TimedOut(limits.load_timeout)),
             Ok(Err(LoadError::Failed(message))) => Err(LoadFailure::Failed(message)),
-            Ok(Ok(specs)) => Ok((Instance { store, plugin }, specs)),
+            Ok(Ok(specs)) => Ok((
+                Instance {
+                    store,
+                    plugin,
+                    refusals_before_step: 0,
+                },
+                specs,
+            )),
         }
     }
 
@@ -169,6 +178,7 @@ impl Instance {
         let guest = self.plugin.toolcell_plugin_guest();
         let result = guest.call_resume(&mut self.store, call, op, outcome).await;
         self.finish(result, fuel)
+            .map(|state| self.explain_memory(state))
     }
 
     /// Ends call `call` inside the plugin, and aborts its operations.
@@ -191,11 +201,30 @@ impl Instance {
     fn prepare(&mut self, fuel: u64, deadline: Instant) {
         let grace = self.store.data().plugin.limits.deadline_grace;
         arm(&mut self.store, fuel, deadline + grace);
+        self.refusals_before_step = self.store.data().cap.refusals();
+    }
+
+    /// The guest only sees a failed allocation; when the host's cap refused memory
+    /// during the step, say that it was the cap, not the plugin's own limit.
+    fn explain_memory(&self, state: CallState) -> CallState {
+        let cap = &self.store.data().cap;
+        match state {
+            CallState::Failed(message)
+                if message.starts_with("out of memory")
+                    && cap.refusals() > self.refusals_before_step =>
+            {
+                CallState::Failed(format!(
+                    "out of memory: the sandbox reached its memory cap of {}",
+                    format_bytes(cap.max_memory())
+                ))
+            }
+            other => other,
+        }
     }
 
     fn finish<R>(&mut self, result: wasmtime::Result<R>, fuel: &mut u64) -> Result<R, Crash> {
         *fuel = self.store.get_fuel().unwrap_or(0);
-        result.map_err(|error| crash_reason(&self.store, &error))
+        result.map_err(|error| crash_reason(&self.store, &error, self.refusals_before_step))
     }
 }
 
@@ -208,10 +237,11 @@ fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
     store.set_epoch_deadline(1);
 }
 
-/// Words a trap for users: which limit it hit, or what went wrong.
-fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error) -> Crash {
+/// Words a trap for users: which limit it hit, or what went wrong. `refusals_before`
+/// is the memory cap's count of refusals when the step began.
+fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_before: u64) -> Crash {
     let limits = &store.data().plugin.limits;
-    if store.data().cap.was_hit() {
+    if store.data().cap.refusals() > refusals_before {
         return Crash(format!(
             "it exceeded its memory cap of {}",
             format_bytes(limits.linear_memory)

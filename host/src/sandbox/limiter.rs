@@ -12,7 +12,7 @@ use wasmtime::ResourceLimiter;
 pub struct MemoryCap {
     max_memory: usize,
     max_table_elements: usize,
-    hit: bool,
+    refusals: u64,
 }
 
 impl MemoryCap {
@@ -21,13 +21,18 @@ impl MemoryCap {
         MemoryCap {
             max_memory: usize::try_from(max_memory).unwrap_or(usize::MAX),
             max_table_elements: 100_000,
-            hit: false,
+            refusals: 0,
         }
     }
 
-    /// Whether a growth was refused since the store was created.
-    pub fn was_hit(&self) -> bool {
-        self.hit
+    /// The cap in bytes.
+    pub fn max_memory(&self) -> u64 {
+        self.max_memory as u64
+    }
+
+    /// How many growths were refused since the store was created.
+    pub fn refusals(&self) -> u64 {
+        self.refusals
     }
 }
 
@@ -39,7 +44,7 @@ impl ResourceLimiter for MemoryCap {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.max_memory;
-        self.hit |= !allowed;
+        self.refusals += u64::from(!allowed);
         Ok(allowed)
     }
 
@@ -50,7 +55,7 @@ impl ResourceLimiter for MemoryCap {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.max_table_elements;
-        self.hit |= !allowed;
+        self.refusals += u64::from(!allowed);
         Ok(allowed)
     }
 
