@@ -1,8 +1,8 @@
 //! The configuration file (`--config FILE`, TOML).
 //!
 //! ```toml
-//! [tools.weather]            # becomes clm.config in the plugin whose file stem or
-//! api_key = "..."            # one of whose tools is named `weather`
+//! [tools.weather]            # becomes clm.config in the plugin whose id (for a .lua
+//! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
 //!
 //! [limits]                   # every plugin (all keys optional)
 //! memory_mib = 8
@@ -17,10 +17,19 @@
 //! max_response_bytes = 4194304
 //! max_redirects = 5
 //!
-//! [plugins.weather.limits]   # one plugin (by file stem), over the global values
+//! [files]                    # every plugin: the most file access it may get
+//! access = "read-write"      # "none", "read-only" or "read-write"
+//!
+//! [trust]                    # signatures (see `signature`)
+//! keys = ["BASE64 public key"]
+//! unsigned = "allow"         # or "refuse"
+//!
+//! [plugins.weather.limits]   # one plugin (by id), over the global values
 //! memory_mib = 16
 //! [plugins.weather.http]
 //! allow = ["api.weather.example"]
+//! [plugins.weather.files]
+//! access = "read-only"
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -29,8 +38,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::files::FileAccess;
 use crate::http::{HostGrant, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::signature::TrustPolicy;
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Deserialize)]
@@ -45,9 +56,23 @@ pub struct Config {
     /// `[http]` for every plugin.
     #[serde(default)]
     pub http: HttpSection,
-    /// `[plugins.STEM]`: settings for one plugin.
+    /// `[files]` for every plugin.
+    #[serde(default)]
+    pub files: FilesSection,
+    /// `[trust]`: trusted signing keys and whether unsigned plugins load.
+    #[serde(default)]
+    pub trust: TrustPolicy,
+    /// `[plugins.ID]`: settings for one plugin.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSection>,
+}
+
+/// `[files]`: the most file access a plugin may be granted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilesSection {
+    /// The access allowed; read-write (clm-tool(5)'s) when absent.
+    pub access: Option<FileAccess>,
 }
 
 /// `[limits]`: overrides of the default limits.
@@ -81,7 +106,7 @@ pub struct HttpSection {
     pub max_redirects: Option<usize>,
 }
 
-/// `[plugins.STEM]`.
+/// `[plugins.ID]`.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSection {
@@ -91,6 +116,9 @@ pub struct PluginSection {
     /// HTTP settings for this plugin, over `[http]`; its `allow` adds to the global list.
     #[serde(default)]
     pub http: HttpSection,
+    /// File access for this plugin, over `[files]`.
+    #[serde(default)]
+    pub files: FilesSection,
 }
 
 /// A configuration file that could not be used; the text says what and where.
@@ -138,25 +166,34 @@ impl Config {
             .collect()
     }
 
-    /// The limits of plugin `stem`: defaults, then `[limits]`, then its own section.
-    pub fn limits_for(&self, stem: &str, base: &Limits) -> Limits {
+    /// The limits of plugin `id`: defaults, then `[limits]`, then its own section.
+    pub fn limits_for(&self, id: &str, base: &Limits) -> Limits {
         let mut limits = self.limits.apply(base.clone());
-        if let Some(plugin) = self.plugins.get(stem) {
+        if let Some(plugin) = self.plugins.get(id) {
             limits = plugin.limits.apply(limits);
         }
         limits
     }
 
-    /// The HTTP policy and settings of plugin `stem`: `[http]`, then its own section,
+    /// The most file access plugin `id` may get: `override_access` (the command
+    /// line), else its own section, else `[files]`, else read-write.
+    pub fn files_for(&self, id: &str, override_access: Option<FileAccess>) -> FileAccess {
+        override_access
+            .or_else(|| self.plugins.get(id).and_then(|plugin| plugin.files.access))
+            .or(self.files.access)
+            .unwrap_or(FileAccess::ReadWrite)
+    }
+
+    /// The HTTP policy and settings of plugin `id`: `[http]`, then its own section,
     /// then `overrides` (the command line), whose grants add to the others'.
     pub fn http_for(
         &self,
-        stem: &str,
+        id: &str,
         grants: &[HostGrant],
         overrides: &HttpSection,
     ) -> (HttpPolicy, HttpSettings) {
         let mut section = self.http.clone();
-        if let Some(plugin) = self.plugins.get(stem) {
+        if let Some(plugin) = self.plugins.get(id) {
             section = section.overlay(&plugin.http);
         }
         let section = section.overlay(overrides);

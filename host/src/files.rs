@@ -16,6 +16,75 @@ use cap_std::fs::{Dir, OpenOptions};
 
 use crate::limits::format_bytes;
 
+/// How a plugin may use the file root: what a manifest asks for, what the user's
+/// policy allows, and what a plugin is granted (the lesser of the two).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Deserialize,
+    serde::Serialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileAccess {
+    /// No file access at all.
+    #[default]
+    None,
+    /// `read_file` only.
+    ReadOnly,
+    /// `read_file` and `write_file`.
+    ReadWrite,
+}
+
+impl FileAccess {
+    /// The value as written in manifests, the config file and `--files`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileAccess::None => "none",
+            FileAccess::ReadOnly => "read-only",
+            FileAccess::ReadWrite => "read-write",
+        }
+    }
+
+    /// Whether reading is allowed.
+    pub fn can_read(self) -> bool {
+        self >= FileAccess::ReadOnly
+    }
+
+    /// Whether writing is allowed.
+    pub fn can_write(self) -> bool {
+        self == FileAccess::ReadWrite
+    }
+}
+
+impl std::fmt::Display for FileAccess {
+    /// The value as written in manifests and the config file.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for FileAccess {
+    type Err = String;
+
+    /// Parses `none`, `read-only` or `read-write`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "none" => Ok(FileAccess::None),
+            "read-only" => Ok(FileAccess::ReadOnly),
+            "read-write" => Ok(FileAccess::ReadWrite),
+            other => Err(format!(
+                "{other:?} is not a file access (none, read-only or read-write)"
+            )),
+        }
+    }
+}
+
 /// Distinguishes temporary files of concurrent writes by this process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 

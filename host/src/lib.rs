@@ -6,6 +6,7 @@
 //! through host services that check every access. [`Runtime`] is the embedding API;
 //! the `toolcell` binary is a thin CLI over it.
 
+pub mod artifact;
 mod bindings;
 pub mod cache;
 pub mod cli;
@@ -14,14 +15,23 @@ pub mod config;
 mod debug_log;
 mod engine;
 pub mod files;
+pub mod grants;
 mod guest;
 pub mod http;
+pub mod inspect;
+pub mod integrity;
 pub mod limits;
+pub mod manifest;
+pub mod pack;
 mod runtime;
 mod sandbox;
 pub mod schema;
+pub mod signature;
+mod source;
+pub mod wit_version;
 
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, Runtime, RuntimeBuilder, ToolInfo,
+    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, Runtime, RuntimeBuilder,
+    Severity, ToolInfo,
 };
 pub use sandbox::CallOutcome;

@@ -27,13 +27,18 @@ use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
-use crate::files::FileRoot;
+use crate::files::{FileAccess, FileRoot};
+use crate::grants::{self, Allowed};
 use crate::http::HostGrant;
+use crate::integrity::Pins;
 use crate::limits::Limits;
+use crate::manifest::Manifest;
 use crate::sandbox::{
-    self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, PluginSettings,
-    SharedServices, StoreState,
+    self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
+    StoreState,
 };
+use crate::signature::TrustPolicy;
+use crate::source::{self, Admission, Code, Refusal};
 use crate::{engine, guest, schema};
 
 /// A tool as a plugin registered it.
@@ -51,23 +56,53 @@ pub struct ToolInfo {
     pub no_prompt: bool,
     /// Whether the tool is hidden from the model.
     pub hidden: bool,
-    /// The name of the plugin that registered it.
+    /// The id of the plugin that registered it.
     pub plugin: String,
 }
 
+/// A loaded plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginInfo {
+    /// The file it was loaded from.
+    pub file: PathBuf,
+    /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
+    pub manifest: Manifest,
+}
+
 /// Something worth telling the user about a plugin directory: a plugin that failed to
-/// load, a tool name that collided, a plugin that registered nothing.
+/// load or was refused, a tool name that collided, a capability the policy cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// The plugin file concerned.
     pub file: PathBuf,
     /// What went wrong.
     pub kind: DiagnosticKind,
+    /// Whether something failed (an error) or only looked odd (a warning).
+    pub severity: Severity,
     /// One line saying what and why.
     pub message: String,
 }
 
-/// The kinds of diagnostics, as stable identifiers.
+/// How serious a diagnostic is. `toolcell check` exits 1 when there is an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// A plugin, tool or capability is missing because of it.
+    Error,
+    /// Everything loaded, but something deserves a look.
+    Warning,
+}
+
+impl Severity {
+    /// `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// The kinds of diagnostics; [`DiagnosticKind::code`] is the stable identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiagnosticKind {
     /// The plugin did not load; none of its tools are registered.
@@ -78,6 +113,46 @@ pub enum DiagnosticKind {
     NoTools,
     /// A tool's registration was unusable (an invalid schema, say) and was dropped.
     ToolRejected,
+    /// The plugin's manifest is malformed or breaks a rule.
+    ManifestInvalid,
+    /// A `.wasm` plugin carries no manifest.
+    ManifestMissing,
+    /// The user's policy grants less than the manifest asks for.
+    CapabilityDenied,
+    /// The plugin was built for a WIT version this toolcell cannot load, or is not a
+    /// toolcell plugin at all.
+    WitMismatch,
+    /// The file's digest does not match the user's pins.
+    DigestMismatch,
+    /// A signature is malformed or does not match the artifact.
+    SignatureInvalid,
+    /// The plugin is not signed and the trust policy refuses unsigned plugins.
+    SignatureMissing,
+    /// The plugin is signed, but by no trusted key.
+    SignatureUntrusted,
+    /// Another plugin loaded earlier has the same id; this one is not loaded.
+    IdCollision,
+}
+
+impl DiagnosticKind {
+    /// The stable identifier scripts can match on (`tool_collision`, ...).
+    pub fn code(self) -> &'static str {
+        match self {
+            DiagnosticKind::LoadFailed => "load_failed",
+            DiagnosticKind::ToolCollision => "tool_collision",
+            DiagnosticKind::NoTools => "no_tools",
+            DiagnosticKind::ToolRejected => "tool_rejected",
+            DiagnosticKind::ManifestInvalid => "manifest_invalid",
+            DiagnosticKind::ManifestMissing => "manifest_missing",
+            DiagnosticKind::CapabilityDenied => "capability_denied",
+            DiagnosticKind::WitMismatch => "wit_mismatch",
+            DiagnosticKind::DigestMismatch => "digest_mismatch",
+            DiagnosticKind::SignatureInvalid => "signature_invalid",
+            DiagnosticKind::SignatureMissing => "signature_missing",
+            DiagnosticKind::SignatureUntrusted => "signature_untrusted",
+            DiagnosticKind::IdCollision => "id_collision",
+        }
+    }
 }
 
 impl std::fmt::Display for Diagnostic {
@@ -93,6 +168,9 @@ pub enum BuildError {
     /// A plugin directory does not exist or is not a directory.
     #[error("plugin directory {0} does not exist or is not a directory")]
     MissingDirectory(PathBuf),
+    /// A plugin file given by name does not exist or is not a file.
+    #[error("plugin file {0} does not exist or is not a file")]
+    MissingFile(PathBuf),
     /// A plugin directory could not be read.
     #[error("cannot read plugin directory {0}: {1}")]
     UnreadableDirectory(PathBuf, std::io::Error),
@@ -131,11 +209,15 @@ pub enum InvokeError {
 /// Configures and loads a [`Runtime`].
 pub struct RuntimeBuilder {
     plugin_dirs: Vec<PathBuf>,
+    plugin_files: Vec<PathBuf>,
     config: Config,
     root: Option<PathBuf>,
     limits: Limits,
     http_grants: Vec<HostGrant>,
     http_overrides: HttpSection,
+    file_access: Option<FileAccess>,
+    pins: Pins,
+    trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
     cache: CodeCache,
 }
@@ -144,11 +226,15 @@ impl Default for RuntimeBuilder {
     fn default() -> Self {
         RuntimeBuilder {
             plugin_dirs: Vec::new(),
+            plugin_files: Vec::new(),
             config: Config::default(),
             root: None,
             limits: Limits::default(),
             http_grants: Vec::new(),
             http_overrides: HttpSection::default(),
+            file_access: None,
+            pins: Pins::default(),
+            trust: None,
             debug_log: DebugLog::path_from_env(),
             cache: CodeCache::from_env(),
         }
@@ -160,6 +246,12 @@ impl RuntimeBuilder {
     /// directories added before it).
     pub fn plugin_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.plugin_dirs.push(dir.into());
+        self
+    }
+
+    /// Loads one plugin file (`*.lua` or `*.wasm`), after the directories' plugins.
+    pub fn plugin_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.plugin_files.push(file.into());
         self
     }
 
@@ -195,6 +287,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The most file access any plugin may get, over the configuration file's
+    /// (`--files`).
+    pub fn file_access(mut self, access: FileAccess) -> Self {
+        self.file_access = Some(access);
+        self
+    }
+
+    /// Digests plugin files must match (`--lock`, `--require-sha256`); a file that
+    /// does not is refused.
+    pub fn pins(mut self, pins: Pins) -> Self {
+        self.pins = pins;
+        self
+    }
+
+    /// The trust policy for signatures, instead of the configuration file's `[trust]`.
+    pub fn trust(mut self, trust: TrustPolicy) -> Self {
+        self.trust = Some(trust);
+        self
+    }
+
     /// Appends `ctx:log` and `print` output to `path` (default: `CLM_DEBUG_LOG` or
     /// `TOOLCELL_DEBUG_LOG`); `None` turns the debug log off.
     pub fn debug_log(mut self, path: Option<PathBuf>) -> Self {
@@ -208,11 +320,18 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Finds the plugin files, loads each into its own sandbox (concurrently), and
-    /// registers their tools in a deterministic order. A plugin that fails to load is
-    /// reported in [`Runtime::diagnostics`] and skipped; the others load.
+    /// Finds the plugin files, checks and loads each into its own sandbox
+    /// (concurrently), and registers their tools in a deterministic order. A plugin
+    /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
+    /// skipped; the others load.
     pub async fn build(self) -> Result<Runtime, BuildError> {
-        let files = discover(&self.plugin_dirs)?;
+        let mut files = discover(&self.plugin_dirs)?;
+        for file in &self.plugin_files {
+            if !file.is_file() {
+                return Err(BuildError::MissingFile(file.clone()));
+            }
+            files.push(file.clone());
+        }
         let root = match &self.root {
             Some(root) => root.clone(),
             None => std::env::current_dir()
@@ -232,6 +351,7 @@ impl RuntimeBuilder {
         let mut linker = Linker::new(&engine);
         sandbox::add_to_linker(&mut linker)
             .map_err(|error| BuildError::Engine(format!("{error:#}")))?;
+        let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let loader = Arc::new(Loader {
             engine: engine.clone(),
             linker,
@@ -242,26 +362,25 @@ impl RuntimeBuilder {
                 files: Some(files_root),
                 debug_log,
             },
+            policy: Arc::new(Policy {
+                config: self.config,
+                limits: self.limits,
+                http_grants: self.http_grants,
+                http_overrides: self.http_overrides,
+                file_access: self.file_access,
+                pins: self.pins,
+                trust,
+            }),
         });
         let mut loads = tokio::task::JoinSet::new();
         for (index, path) in files.iter().enumerate() {
-            let name = stem(path);
-            let (http_policy, http_settings) =
-                self.config
-                    .http_for(&name, &self.http_grants, &self.http_overrides);
-            let limits = self.config.limits_for(&name, &self.limits);
-            let settings = PluginSettings {
-                limits,
-                http_policy,
-                http_settings,
-            };
             let (loader, path) = (loader.clone(), path.clone());
-            loads.spawn(async move { (index, loader.load(&path, name, settings).await) });
+            loads.spawn(async move { (index, loader.load(path).await) });
         }
-        let mut results: Vec<Option<LoadResult>> = vec![None; files.len()];
+        let mut reports: Vec<Option<LoadReport>> = (0..files.len()).map(|_| None).collect();
         while let Some(joined) = loads.join_next().await {
             match joined {
-                Ok((index, result)) => results[index] = Some(result),
+                Ok((index, report)) => reports[index] = Some(report),
                 Err(error) => tracing::error!("a plugin load task failed: {error}"),
             }
         }
@@ -269,21 +388,71 @@ impl RuntimeBuilder {
             tools: Vec::new(),
             by_name: HashMap::new(),
             handles: Vec::new(),
+            plugins: Vec::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
-            default_timeout: self.limits.call_timeout,
-            max_args_bytes: self.limits.max_args_bytes,
+            max_args_bytes: loader.policy.limits.max_args_bytes,
         };
-        for (path, result) in files.iter().zip(results) {
-            let result = result.unwrap_or_else(|| Err("the load task did not finish".to_string()));
-            runtime.register(path, result);
+        for (path, report) in files.iter().zip(reports) {
+            let report = report.unwrap_or_else(|| {
+                LoadReport::refused(DiagnosticKind::LoadFailed, "the load task did not finish")
+            });
+            runtime.register(path, report);
         }
         Ok(runtime)
     }
 }
 
-/// A loaded plugin and the tools it registered, or why it did not load.
-type LoadResult = Result<(PluginHandle, Vec<ToolSpec>), String>;
+/// What the user's policy says, for every plugin of a runtime.
+struct Policy {
+    config: Config,
+    limits: Limits,
+    http_grants: Vec<HostGrant>,
+    http_overrides: HttpSection,
+    file_access: Option<FileAccess>,
+    pins: Pins,
+    trust: TrustPolicy,
+}
+
+impl Policy {
+    /// What the policy allows plugin `id`.
+    fn allowed_for(&self, id: &str) -> Allowed {
+        let (http_policy, http_settings) =
+            self.config
+                .http_for(id, &self.http_grants, &self.http_overrides);
+        Allowed {
+            limits: self.config.limits_for(id, &self.limits),
+            http_policy,
+            http_settings,
+            files: self.config.files_for(id, self.file_access),
+        }
+    }
+}
+
+/// A loaded plugin: its actor, the tools it registered and its manifest.
+struct Loaded {
+    handle: PluginHandle,
+    specs: Vec<ToolSpec>,
+    manifest: Manifest,
+}
+
+/// The outcome of loading one file, with the warnings it produced either way.
+struct LoadReport {
+    warnings: Vec<(DiagnosticKind, Severity, String)>,
+    outcome: Result<Loaded, Refusal>,
+}
+
+impl LoadReport {
+    fn refused(kind: DiagnosticKind, message: impl Into<String>) -> Self {
+        LoadReport {
+            warnings: Vec::new(),
+            outcome: Err(Refusal {
+                kind,
+                message: message.into(),
+            }),
+        }
+    }
+}
 
 /// Turns plugin files into loaded plugins; compiles the Lua guest once, on first need.
 struct Loader {
@@ -292,26 +461,78 @@ struct Loader {
     cache: CodeCache,
     lua: tokio::sync::OnceCell<Result<PluginPre, String>>,
     services: SharedServices,
+    policy: Arc<Policy>,
 }
 
 impl Loader {
-    async fn load(&self, path: &Path, name: String, settings: PluginSettings) -> LoadResult {
-        let bytes = tokio::fs::read(path)
-            .await
-            .map_err(|error| format!("cannot read the file: {error}"))?;
-        let is_lua = path.extension().is_some_and(|extension| extension == "lua");
-        let (pre, script) = if is_lua {
-            (self.lua_pre().await?, Some(bytes))
-        } else {
-            (self.component_pre(&bytes)?, None)
+    async fn load(&self, path: PathBuf) -> LoadReport {
+        let policy = self.policy.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let admission = Admission {
+                pins: &policy.pins,
+                trust: &policy.trust,
+            };
+            source::read(&path, &admission)
+        })
+        .await;
+        let source = match read {
+            Ok(Ok(source)) => source,
+            Ok(Err(refusal)) => {
+                return LoadReport {
+                    warnings: Vec::new(),
+                    outcome: Err(refusal),
+                };
+            }
+            Err(error) => {
+                return LoadReport::refused(
+                    DiagnosticKind::LoadFailed,
+                    format!("reading the file was interrupted: {error}"),
+                );
+            }
         };
-        let context = PluginContext::new(name, script, settings, &self.services);
-        sandbox::spawn_plugin(Arc::new(context), pre)
-            .await
-            .map_err(|failure| match failure {
-                LoadFailure::Failed(message) => message,
-                other => other.to_string(),
-            })
+        let mut warnings = source.warnings;
+        let manifest = source.manifest;
+        let granted = grants::grant(&manifest, self.policy.allowed_for(&manifest.id));
+        warnings.extend(granted.denials.iter().map(|denial| {
+            (
+                DiagnosticKind::CapabilityDenied,
+                Severity::Warning,
+                denial.clone(),
+            )
+        }));
+        let pre = match source.code {
+            Code::EmbeddedLua => self.lua_pre().await,
+            Code::Component { bytes, digest } => self.component_pre(bytes, digest).await,
+        };
+        let outcome = match pre {
+            Err(message) => Err(Refusal {
+                kind: DiagnosticKind::LoadFailed,
+                message,
+            }),
+            Ok(pre) => {
+                let context = PluginContext::new(
+                    manifest.id.clone(),
+                    source.script,
+                    granted.into(),
+                    &self.services,
+                );
+                sandbox::spawn_plugin(Arc::new(context), pre)
+                    .await
+                    .map(|(handle, specs)| Loaded {
+                        handle,
+                        specs,
+                        manifest,
+                    })
+                    .map_err(|failure| Refusal {
+                        kind: DiagnosticKind::LoadFailed,
+                        message: match failure {
+                            LoadFailure::Failed(message) => message,
+                            other => other.to_string(),
+                        },
+                    })
+            }
+        };
+        LoadReport { warnings, outcome }
     }
 
     async fn lua_pre(&self) -> Result<PluginPre, String> {
@@ -328,11 +549,16 @@ impl Loader {
             .clone()
     }
 
-    fn component_pre(&self, bytes: &[u8]) -> Result<PluginPre, String> {
-        let component = self
-            .cache
-            .component(&self.engine, bytes, None)
-            .map_err(|error| format!("not a valid wasm component: {error:#}"))?;
+    /// Compiles a component (off the async threads: a large one takes seconds).
+    async fn component_pre(&self, bytes: Vec<u8>, digest: String) -> Result<PluginPre, String> {
+        let (engine, cache) = (self.engine.clone(), self.cache.clone());
+        let component = tokio::task::spawn_blocking(move || {
+            cache
+                .component(&engine, &bytes, Some(&digest))
+                .map_err(|error| format!("not a valid wasm component: {error:#}"))
+        })
+        .await
+        .map_err(|error| format!("compiling was interrupted: {error}"))??;
         self.pre_of(&component)
     }
 
@@ -371,9 +597,9 @@ fn discover(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, BuildError> {
     Ok(files)
 }
 
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
@@ -383,9 +609,9 @@ pub struct Runtime {
     by_name: HashMap<String, usize>,
     /// The plugin of each tool, parallel to `tools`.
     handles: Vec<(PluginHandle, PathBuf)>,
+    plugins: Vec<PluginInfo>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
-    default_timeout: Duration,
     max_args_bytes: usize,
 }
 
@@ -405,31 +631,70 @@ impl Runtime {
         self.by_name.get(name).map(|&index| &self.tools[index])
     }
 
+    /// Every loaded plugin, in load order.
+    pub fn plugins(&self) -> &[PluginInfo] {
+        &self.plugins
+    }
+
     /// What went wrong or looked odd while loading.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }
 
-    fn register(&mut self, path: &Path, result: LoadResult) {
-        let file = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (handle, specs) = match result {
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+
+    fn register(&mut self, path: &Path, report: LoadReport) {
+        let file = file_name(path);
+        for (kind, severity, message) in report.warnings {
+            self.diagnose(path, kind, severity, format!("plugin {file}: {message}"));
+        }
+        let Loaded {
+            handle,
+            specs,
+            manifest,
+        } = match report.outcome {
             Ok(loaded) => loaded,
-            Err(message) => {
+            Err(Refusal { kind, message }) => {
+                let verb = match kind {
+                    DiagnosticKind::LoadFailed => "failed to load",
+                    _ => "was refused",
+                };
                 self.diagnose(
                     path,
-                    DiagnosticKind::LoadFailed,
-                    format!("plugin {file} failed to load: {message}"),
+                    kind,
+                    Severity::Error,
+                    format!("plugin {file} {verb}: {message}"),
                 );
                 return;
             }
         };
+        if let Some(first) = self
+            .plugins
+            .iter()
+            .find(|plugin| plugin.manifest.id == manifest.id)
+        {
+            let message = format!(
+                "plugin {file} has the id '{}' of plugin {}, loaded first; it is not loaded",
+                manifest.id,
+                file_name(&first.file)
+            );
+            self.diagnose(path, DiagnosticKind::IdCollision, Severity::Error, message);
+            return;
+        }
+        self.plugins.push(PluginInfo {
+            file: path.to_path_buf(),
+            manifest,
+        });
         if specs.is_empty() {
             self.diagnose(
                 path,
                 DiagnosticKind::NoTools,
+                Severity::Warning,
                 format!("plugin {file} registered no tools"),
             );
         }
@@ -439,12 +704,14 @@ impl Runtime {
                 let message = format!(
                     "tool '{}' of plugin {file} is already registered by plugin {}; the first one stays",
                     spec.name,
-                    first
-                        .file_name()
-                        .map(|name| name.to_string_lossy().into_owned())
-                        .unwrap_or_default()
+                    file_name(first)
                 );
-                self.diagnose(path, DiagnosticKind::ToolCollision, message);
+                self.diagnose(
+                    path,
+                    DiagnosticKind::ToolCollision,
+                    Severity::Error,
+                    message,
+                );
                 continue;
             }
             let params_schema = match spec
@@ -459,7 +726,7 @@ impl Runtime {
                         "tool '{}' of plugin {file} has an unreadable schema: {error}",
                         spec.name
                     );
-                    self.diagnose(path, DiagnosticKind::ToolRejected, message);
+                    self.diagnose(path, DiagnosticKind::ToolRejected, Severity::Error, message);
                     continue;
                 }
             };
@@ -477,11 +744,12 @@ impl Runtime {
         }
     }
 
-    fn diagnose(&mut self, file: &Path, kind: DiagnosticKind, message: String) {
+    fn diagnose(&mut self, file: &Path, kind: DiagnosticKind, severity: Severity, message: String) {
         tracing::warn!("{message}");
         self.diagnostics.push(Diagnostic {
             file: file.to_path_buf(),
             kind,
+            severity,
             message,
         });
     }
@@ -499,9 +767,8 @@ impl Runtime {
         let info = &self.tools[index];
         self.check_arguments(tool, args_json)?;
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let timeout = info.timeout.unwrap_or(self.default_timeout);
         let (handle, _) = &self.handles[index];
-        let outcome = handle.start(id, tool, args_json.to_string(), timeout);
+        let outcome = handle.start(id, tool, args_json.to_string(), info.timeout);
         Ok(Call {
             id,
             handle: handle.clone(),

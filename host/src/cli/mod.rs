@@ -5,16 +5,22 @@
 //! config). Results go to stdout; logs and diagnostics go to stderr.
 
 mod call;
+mod check;
+mod inspect;
 mod list;
+mod pack;
+mod sign;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, HttpSection};
+use crate::files::FileAccess;
 use crate::http::HostGrant;
+use crate::integrity::Pins;
 use crate::{Runtime, RuntimeBuilder};
 
 /// Exit code of a usage error.
@@ -40,6 +46,18 @@ enum Command {
     Call(call::CallArgs),
     /// List the tools of the loaded plugins.
     List(list::ListArgs),
+    /// Load plugins exactly as `call` would and report every problem (exit 1 on errors).
+    Check(check::CheckArgs),
+    /// Pack a Lua plugin (or a component and a manifest) into one .wasm file.
+    Pack(pack::PackArgs),
+    /// Show a plugin file's id, version, tools, capabilities, WIT version and digest.
+    Inspect(inspect::InspectArgs),
+    /// Sign a .wasm plugin with an Ed25519 key.
+    Sign(sign::SignArgs),
+    /// Check a .wasm plugin's signatures against trusted keys (exit 1 unless trusted).
+    Verify(sign::VerifyArgs),
+    /// Create an Ed25519 signing key and print its public key.
+    Keygen(sign::KeygenArgs),
 }
 
 /// Where plugins come from and what they may touch; shared by every command that
@@ -68,19 +86,38 @@ struct PluginArgs {
     /// Redirects followed per HTTP request [default: 5, or the config's]
     #[arg(long, value_name = "N")]
     http_max_redirects: Option<usize>,
+    /// The most file access any plugin gets: none, read-only or read-write [default:
+    /// the config's, else read-write]; a plugin gets no more than its manifest asks for
+    #[arg(long, value_name = "ACCESS")]
+    files: Option<FileAccess>,
+    /// A lock file (`sha256sum` output): every plugin file must match its entry
+    #[arg(long, value_name = "FILE")]
+    lock: Option<PathBuf>,
+    /// Every plugin file must have one of these SHA-256 digests; repeatable
+    #[arg(long = "require-sha256", value_name = "HEX")]
+    require_sha256: Vec<String>,
 }
 
 impl PluginArgs {
     /// Loads the plugins as the arguments say. Errors are usage errors.
     fn load(&self, runtime: &tokio::runtime::Runtime) -> Result<Runtime, String> {
+        self.load_with(runtime, &[])
+    }
+
+    /// Loads the plugins of `--plugins` and of `extra_dirs`.
+    fn load_with(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        extra_dirs: &[PathBuf],
+    ) -> Result<Runtime, String> {
         let mut builder = RuntimeBuilder::default();
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
         }
-        let dirs = if self.plugins.is_empty() {
+        let dirs = if self.plugins.is_empty() && extra_dirs.is_empty() {
             vec![default_plugin_dir()?]
         } else {
-            self.plugins.clone()
+            self.plugins.iter().chain(extra_dirs).cloned().collect()
         };
         for dir in dirs {
             builder = builder.plugin_dir(dir);
@@ -97,6 +134,18 @@ impl PluginArgs {
             max_redirects: self.http_max_redirects,
             ..HttpSection::default()
         });
+        if let Some(access) = self.files {
+            builder = builder.file_access(access);
+        }
+        let mut pins = Pins::default();
+        if let Some(lock) = &self.lock {
+            pins.load_lock(lock).map_err(|error| error.to_string())?;
+        }
+        for digest in &self.require_sha256 {
+            pins.require(digest)
+                .map_err(|error| format!("--require-sha256: {error}"))?;
+        }
+        builder = builder.pins(pins);
         runtime
             .block_on(builder.build())
             .map_err(|error| error.to_string())
@@ -118,7 +167,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if error.use_stderr() { USAGE } else { 0 });
         }
     };
-    init_logging(cli.verbose);
+    // `check` and `inspect` print every diagnostic themselves; the log would repeat them.
+    let quiet = matches!(cli.command, Command::Check(_) | Command::Inspect(_));
+    init_logging(cli.verbose, quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -129,14 +180,21 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Call(args) => call::run(&runtime, args),
         Command::List(args) => list::run(&runtime, args),
+        Command::Check(args) => check::run(&runtime, args),
+        Command::Pack(args) => pack::run(args),
+        Command::Inspect(args) => inspect::run(&runtime, args),
+        Command::Sign(args) => sign::sign(args),
+        Command::Verify(args) => sign::verify(args),
+        Command::Keygen(args) => sign::keygen(args),
     };
     // Plugins may have timers or requests pending; do not wait for them.
     runtime.shutdown_background();
     code
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, quiet: bool) {
     let default = match verbose {
+        0 if quiet => "error",
         0 => "warn",
         1 => "info",
         _ => "debug",
@@ -156,4 +214,43 @@ fn init_logging(verbose: u8) {
 fn usage_error(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(USAGE)
+}
+
+/// Who may read a file the CLI writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Readers {
+    /// Everyone (0644): plugins, lock files.
+    Everyone,
+    /// Only the owner (0600): secret keys.
+    Owner,
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, so a
+/// failure never leaves half a file (or destroys the file being replaced).
+fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = match readers {
+            Readers::Everyone => 0o644,
+            Readers::Owner => 0o600,
+        };
+        builder.permissions(std::fs::Permissions::from_mode(mode));
+    }
+    #[cfg(not(unix))]
+    let _ = readers;
+    let mut temp = builder
+        .tempfile_in(dir)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    std::io::Write::write_all(&mut temp, bytes)
+        .and_then(|()| temp.as_file().sync_all())
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    temp.persist(path)
+        .map_err(|error| format!("cannot write {}: {}", path.display(), error.error))?;
+    Ok(())
 }

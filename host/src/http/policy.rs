@@ -243,6 +243,9 @@ impl fmt::Display for HostGrant {
 pub struct HttpPolicy {
     grants: Vec<HostGrant>,
     allow_public: bool,
+    /// The destinations the plugin's manifest asks for; `None` means any. A URL must
+    /// be among them and also pass the user's grants and public switch.
+    destinations: Option<Vec<HostGrant>>,
 }
 
 impl Default for HttpPolicy {
@@ -268,6 +271,55 @@ impl HttpPolicy {
         HttpPolicy {
             grants,
             allow_public,
+            destinations: None,
+        }
+    }
+
+    /// The same policy, further limited to the destinations a plugin's manifest asks
+    /// for (`None`: any destination the policy allows).
+    pub fn limited_to(mut self, destinations: Option<Vec<HostGrant>>) -> Self {
+        self.destinations = destinations;
+        self
+    }
+
+    /// Why the policy certainly refuses every request to `ask` (a destination a
+    /// manifest asks for), if it does: not granted while public hosts are off, or a
+    /// literal address of a special class that is not granted. Names are resolved only
+    /// when a request is made, so a name that resolves to a private address is refused
+    /// then, not here.
+    pub fn refusal_of(&self, ask: &HostGrant) -> Option<String> {
+        let host = match &ask.host {
+            GrantHost::Name(name) => Host::Domain(name.as_str()),
+            GrantHost::Below(_) => return None,
+            GrantHost::Ip(IpAddr::V4(ip)) => Host::Ipv4(*ip),
+            GrantHost::Ip(IpAddr::V6(ip)) => Host::Ipv6(*ip),
+        };
+        let granted = self.grants.iter().any(|grant| {
+            grant.matches_host(&host)
+                && match (grant.port, ask.port) {
+                    (None, _) => true,
+                    (Some(granted), Some(asked)) => granted == asked,
+                    (Some(_), None) => false,
+                }
+        });
+        if granted {
+            return None;
+        }
+        if !self.allow_public {
+            return Some(format!(
+                "{ask} is not among the user's HTTP grants (grant it with --allow-http {ask})"
+            ));
+        }
+        let literal = match host {
+            Host::Domain(_) => return None,
+            Host::Ipv4(ip) => IpAddr::V4(ip),
+            Host::Ipv6(ip) => IpAddr::V6(ip),
+        };
+        match classify(literal) {
+            AddrClass::Public => None,
+            class => Some(format!(
+                "{ask} is {class} (grant it with --allow-http {ask})"
+            )),
         }
     }
 
@@ -291,6 +343,20 @@ impl HttpPolicy {
         let Some(port) = url.port_or_known_default() else {
             return Err(HttpError::InvalidRequest(format!("{url} has no port")));
         };
+        if let Some(destinations) = &self.destinations {
+            if destinations.is_empty() {
+                return Err(HttpError::Policy(
+                    "the plugin's manifest asks for no HTTP access (capabilities.http)".to_string(),
+                ));
+            }
+            if !destinations.iter().any(|ask| ask.matches(&host, port)) {
+                let asked: Vec<String> = destinations.iter().map(ToString::to_string).collect();
+                return Err(HttpError::Policy(format!(
+                    "{host}:{port} is not among the hosts the plugin's manifest asks for \
+                     (capabilities.http = {asked:?})"
+                )));
+            }
+        }
         if self.grants.iter().any(|grant| grant.matches(&host, port)) {
             return Ok(Route::Granted);
         }
@@ -549,5 +615,47 @@ mod tests {
         assert!(policy.grants_name("git.corp.example"));
         assert!(!policy.grants_name("corp.example"));
         assert!(!policy.grants_name("127.0.0.1"));
+    }
+
+    #[test]
+    fn a_manifest_limits_the_destinations_on_top_of_the_policy() {
+        let policy = HttpPolicy::default().limited_to(Some(vec![grant("api.example.com")]));
+        assert_eq!(
+            policy.route(&url("https://api.example.com/x")).ok(),
+            Some(Route::Public)
+        );
+        match policy.route(&url("https://example.org/")) {
+            Err(HttpError::Policy(text)) => assert!(
+                text.contains(
+                    "example.org:443 is not among the hosts the plugin's manifest asks for"
+                ),
+                "{text}"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // Asked for but not allowed by the user's policy: still refused.
+        let loopback = HttpPolicy::default().limited_to(Some(vec![grant("127.0.0.1")]));
+        assert!(matches!(
+            loopback.route(&url("http://127.0.0.1/")),
+            Err(HttpError::Policy(_))
+        ));
+        let none = HttpPolicy::default().limited_to(Some(Vec::new()));
+        match none.route(&url("https://example.com/")) {
+            Err(HttpError::Policy(text)) => assert!(text.contains("asks for no HTTP access")),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn certain_refusals_of_asked_hosts_are_known_before_any_request() {
+        let public = HttpPolicy::default();
+        assert_eq!(public.refusal_of(&grant("api.example.com")), None);
+        assert!(public.refusal_of(&grant("127.0.0.1:8080")).is_some());
+        let granted = HttpPolicy::new(vec![grant("127.0.0.1")], true);
+        assert_eq!(granted.refusal_of(&grant("127.0.0.1:8080")), None);
+        let closed = HttpPolicy::new(vec![grant("a.example:443")], false);
+        assert_eq!(closed.refusal_of(&grant("a.example:443")), None);
+        assert!(closed.refusal_of(&grant("a.example")).is_some());
+        assert!(closed.refusal_of(&grant("b.example")).is_some());
     }
 }

@@ -43,7 +43,7 @@ enum Command {
         call: CallId,
         tool: String,
         args: String,
-        timeout: Duration,
+        timeout: Option<Duration>,
         reply: oneshot::Sender<CallOutcome>,
     },
     Cancel {
@@ -65,13 +65,14 @@ impl PluginHandle {
         &self.name
     }
 
-    /// Starts call `call` of `tool`; the receiver yields its outcome.
+    /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
+    /// plugin's default); the receiver yields its outcome.
     pub fn start(
         &self,
         call: CallId,
         tool: &str,
         args: String,
-        timeout: Duration,
+        timeout: Option<Duration>,
     ) -> oneshot::Receiver<CallOutcome> {
         let (reply, outcome) = oneshot::channel();
         let command = Command::Start {
@@ -134,6 +135,9 @@ struct HostCall {
     reply: oneshot::Sender<CallOutcome>,
     deadline: Instant,
     timeout: Duration,
+    /// Set when the call runs under the plugin's default deadline and the policy
+    /// granted less than its manifest asks for: the timeout message adds it.
+    timeout_hint: Option<String>,
     fuel: u64,
 }
 
@@ -182,7 +186,7 @@ impl Actor {
         call: CallId,
         tool: String,
         args: String,
-        timeout: Duration,
+        timeout: Option<Duration>,
         reply: oneshot::Sender<CallOutcome>,
     ) {
         if let Some(reason) = &self.disabled {
@@ -198,6 +202,13 @@ impl Actor {
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
+        let (timeout, timeout_hint) = match timeout {
+            Some(own) => (own, None),
+            None => (
+                self.context.limits.call_timeout,
+                self.context.hints.timeout.clone(),
+            ),
+        };
         let deadline = Instant::now() + timeout;
         let mut fuel = self.context.limits.fuel;
         let state = instance
@@ -208,6 +219,7 @@ impl Actor {
             reply,
             deadline,
             timeout,
+            timeout_hint,
             fuel,
         };
         self.settle(call, host_call, state);
@@ -355,8 +367,12 @@ impl Actor {
 }
 
 fn timeout_message(call: &HostCall) -> String {
+    let hint = match &call.timeout_hint {
+        Some(hint) => format!(" ({hint})"),
+        None => String::new(),
+    };
     format!(
-        "tool '{}' timed out after {} ms",
+        "tool '{}' timed out after {} ms{hint}",
         call.tool,
         call.timeout.as_millis()
     )

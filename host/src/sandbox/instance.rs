@@ -163,6 +163,7 @@ impl Instance {
             .call_start(&mut self.store, call, tool, args, deadline_ns)
             .await;
         self.finish(result, fuel)
+            .map(|state| self.memory_hint(state))
     }
 
     /// Delivers the outcome of `op` to call `call`.
@@ -178,7 +179,7 @@ impl Instance {
         let guest = self.plugin.toolcell_plugin_guest();
         let result = guest.call_resume(&mut self.store, call, op, outcome).await;
         self.finish(result, fuel)
-            .map(|state| self.explain_memory(state))
+            .map(|state| self.memory_hint(self.explain_memory(state)))
     }
 
     /// Ends call `call` inside the plugin, and aborts its operations.
@@ -222,6 +223,17 @@ impl Instance {
         }
     }
 
+    /// When the policy granted less memory than the plugin's manifest asks for, an
+    /// out-of-memory failure says so and how to grant it.
+    fn memory_hint(&self, state: CallState) -> CallState {
+        match (state, &self.store.data().plugin.hints.memory) {
+            (CallState::Failed(message), Some(hint)) if message.starts_with("out of memory") => {
+                CallState::Failed(format!("{message}; {hint}"))
+            }
+            (state, _) => state,
+        }
+    }
+
     fn finish<R>(&mut self, result: wasmtime::Result<R>, fuel: &mut u64) -> Result<R, Crash> {
         *fuel = self.store.get_fuel().unwrap_or(0);
         result.map_err(|error| crash_reason(&self.store, &error, self.refusals_before_step))
@@ -242,8 +254,12 @@ fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
 fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_before: u64) -> Crash {
     let limits = &store.data().plugin.limits;
     if store.data().cap.refusals() > refusals_before {
+        let hint = match &store.data().plugin.hints.memory {
+            Some(hint) => format!("; {hint}"),
+            None => String::new(),
+        };
         return Crash(format!(
-            "it exceeded its memory cap of {}",
+            "it exceeded its memory cap of {}{hint}",
             format_bytes(limits.linear_memory)
         ));
     }

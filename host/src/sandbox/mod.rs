@@ -23,11 +23,12 @@ pub use instance::{LoadFailure, PluginPre};
 pub use state::{StoreState, add_to_linker};
 
 use crate::debug_log::DebugLog;
-use crate::files::FileRoot;
+use crate::files::{FileAccess, FileRoot};
+use crate::grants::{Granted, Hints};
 use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
 
-/// What one plugin may do: its limits and HTTP policy.
+/// What one plugin may do: its limits, HTTP policy and file access.
 #[derive(Clone, Debug)]
 pub struct PluginSettings {
     /// Resource limits.
@@ -36,6 +37,22 @@ pub struct PluginSettings {
     pub http_policy: HttpPolicy,
     /// Bounds on its HTTP requests.
     pub http_settings: HttpSettings,
+    /// How it may use the file root.
+    pub files: FileAccess,
+    /// How to explain a refusal of what was not granted.
+    pub hints: Hints,
+}
+
+impl From<Granted> for PluginSettings {
+    fn from(granted: Granted) -> Self {
+        PluginSettings {
+            limits: granted.limits,
+            http_policy: granted.http_policy,
+            http_settings: granted.http_settings,
+            files: granted.files,
+            hints: granted.hints,
+        }
+    }
 }
 
 /// Services every plugin of a runtime shares.
@@ -52,7 +69,7 @@ pub struct SharedServices {
 /// Everything a plugin's sandbox needs to know about its plugin; shared read-only by
 /// the actor and every store the plugin ever gets.
 pub struct PluginContext {
-    /// The plugin's name: its file stem.
+    /// The plugin's name: its id.
     pub name: String,
     /// The Lua script, for plugins run by the Lua guest.
     pub script: Option<Vec<u8>>,
@@ -62,6 +79,10 @@ pub struct PluginContext {
     pub tool_config: Arc<HashMap<String, String>>,
     /// The granted root for file access; none means no file access at all.
     pub files: Option<Arc<FileRoot>>,
+    /// How the plugin may use `files`.
+    pub file_access: FileAccess,
+    /// How to explain a refusal of what was not granted.
+    pub hints: Hints,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
     /// The plugin's HTTP policy and bounds.
@@ -87,6 +108,8 @@ impl PluginContext {
             limits: settings.limits,
             tool_config: services.tool_config.clone(),
             files: services.files.clone(),
+            file_access: settings.files,
+            hints: settings.hints,
             debug_log: services.debug_log.clone(),
             http_policy: settings.http_policy,
             http_settings: settings.http_settings,

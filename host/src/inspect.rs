@@ -1,0 +1,142 @@
+//! `toolcell inspect`: what a plugin file is, without running it for real.
+//!
+//! The static facts (digest, manifest, WIT version, signatures) come from the file; the
+//! tools come from loading it once in a sandbox with no file access, exactly as `call`
+//! would load it otherwise.
+
+use std::path::{Path, PathBuf};
+
+use crate::artifact::Artifact;
+use crate::cache::{CodeCache, sha256_hex};
+use crate::files::FileAccess;
+use crate::manifest::{self, Manifest};
+use crate::signature::{self, PublicKey, TrustPolicy};
+use crate::wit_version;
+use crate::{Diagnostic, Runtime, ToolInfo};
+
+/// What a plugin file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A `.lua` script, run by the embedded Lua guest.
+    LuaScript,
+    /// A Lua script packed into the Lua guest component.
+    PackedLua,
+    /// A component in any language.
+    Component,
+}
+
+impl Kind {
+    /// How `inspect` names the kind.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::LuaScript => "Lua script",
+            Kind::PackedLua => "packed Lua plugin",
+            Kind::Component => "component",
+        }
+    }
+}
+
+/// Everything `inspect` reports about one file.
+#[derive(Debug)]
+pub struct Report {
+    /// The file.
+    pub file: PathBuf,
+    /// Its SHA-256, as a lock file pins it.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What it is.
+    pub kind: Kind,
+    /// Its manifest, or why it has none that can be used.
+    pub manifest: Result<Manifest, String>,
+    /// The WIT version it was built for (a `.lua` runs on this toolcell's).
+    pub wit_version: Result<semver::Version, String>,
+    /// Whether this toolcell can load that version, and why not.
+    pub compatible: Result<(), String>,
+    /// The keys whose signatures verify, or why one does not.
+    pub signatures: Result<Vec<PublicKey>, String>,
+    /// The tools it registers when loaded, or why it did not load.
+    pub tools: Result<Vec<ToolInfo>, String>,
+    /// What loading it reported.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Inspects the plugin file `path` (`*.lua` or `*.wasm`).
+pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
+    let bytes =
+        std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let is_lua = path.extension().is_some_and(|extension| extension == "lua");
+    let mut report = Report {
+        file: path.to_path_buf(),
+        sha256: sha256_hex(&bytes),
+        size: bytes.len() as u64,
+        kind: Kind::LuaScript,
+        manifest: Err(String::new()),
+        wit_version: Ok(wit_version::host_version()),
+        compatible: Ok(()),
+        signatures: Ok(Vec::new()),
+        tools: Err(String::new()),
+        diagnostics: Vec::new(),
+    };
+    if is_lua {
+        let stem = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let sidecar = manifest::sidecar_path(path);
+        report.manifest = match std::fs::read_to_string(&sidecar) {
+            Ok(text) => Manifest::parse_sidecar(&text, &stem)
+                .map_err(|error| format!("{}: {error}", sidecar.display())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Manifest::clm_default(&stem))
+            }
+            Err(error) => Err(format!("cannot read {}: {error}", sidecar.display())),
+        };
+    } else {
+        let artifact =
+            Artifact::parse(&bytes).map_err(|error| format!("{}: {error}", path.display()))?;
+        report.kind = match artifact.script() {
+            Ok(Some(_)) => Kind::PackedLua,
+            _ => Kind::Component,
+        };
+        report.manifest = match artifact.manifest() {
+            Ok(Some(text)) => Manifest::parse_bytes(text).map_err(|error| error.to_string()),
+            Ok(None) => Err("none (the file carries no manifest)".to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        report.wit_version = artifact.wit_version().map_err(|error| error.to_string());
+        report.compatible = match &report.wit_version {
+            Ok(version) => wit_version::check_compatible(version, &wit_version::host_version()),
+            Err(error) => Err(error.clone()),
+        };
+        report.signatures = signature::verify(&artifact);
+    }
+    let runtime = Runtime::builder()
+        .plugin_file(path)
+        .root(std::env::temp_dir())
+        .file_access(FileAccess::None)
+        .trust(TrustPolicy::default())
+        .debug_log(None)
+        .cache(cache)
+        .build()
+        .await
+        .map_err(|error| error.to_string())?;
+    // Inspecting grants no file access on purpose; that cut is not the plugin's problem.
+    report.diagnostics = runtime
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.kind != crate::DiagnosticKind::CapabilityDenied)
+        .cloned()
+        .collect();
+    report.tools = if runtime.plugins().is_empty() {
+        Err(runtime
+            .diagnostics()
+            .iter()
+            .map(|diagnostic| diagnostic.message.clone())
+            .collect::<Vec<_>>()
+            .join("; "))
+    } else {
+        Ok(runtime.tools().to_vec())
+    };
+    Ok(report)
+}

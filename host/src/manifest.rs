@@ -1,0 +1,419 @@
+//! The plugin manifest: who a plugin is and which capabilities it asks for.
+//!
+//! A manifest is a small TOML document:
+//!
+//! ```toml
+//! id = "weather"                 # 1-64 of a-z 0-9 - . _
+//! version = "1.2.0"              # semantic version
+//! description = "Current weather for a city"
+//!
+//! [capabilities]                 # what the plugin asks for; absent means none
+//! http = ["api.weather.example"] # hosts, as --allow-http takes them; ["*"]: any host
+//! files = "read-only"            # "none", "read-only" or "read-write"
+//! memory_mib = 16                # the memory it needs
+//! timeout_ms = 10000             # the default deadline of its tools' calls
+//! ```
+//!
+//! A `.wasm` plugin carries it in a custom section named [`MANIFEST_SECTION`]. A `.lua`
+//! plugin may have one beside it (`NAME.lua.toml`, see [`sidecar_path`]); without one it
+//! gets [`Manifest::clm_default`], which asks for what clm-tool(5) gives every plugin.
+//! What a plugin finally gets is the intersection with the user's policy (`grants`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::files::FileAccess;
+use crate::http::HostGrant;
+
+/// The name of the custom section that holds a `.wasm` plugin's manifest.
+pub const MANIFEST_SECTION: &str = "toolcell-manifest";
+
+/// The longest plugin id.
+pub const MAX_ID_LEN: usize = 64;
+
+/// A plugin's identity and the capabilities it asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// The plugin's id: how errors, `list` and the configuration file name it.
+    pub id: String,
+    /// The plugin's version (semantic versioning).
+    pub version: semver::Version,
+    /// What the plugin is for.
+    pub description: String,
+    /// What it asks to be allowed to do.
+    pub capabilities: Capabilities,
+}
+
+/// The capabilities a manifest asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Capabilities {
+    /// Which hosts it wants to reach over HTTP.
+    pub http: HttpAsk,
+    /// How it wants to use the file root.
+    pub files: FileAccess,
+    /// The memory it needs, in MiB; `None` takes the user's limit.
+    pub memory_mib: Option<u64>,
+    /// The default deadline of its tools' calls, in ms; `None` takes the user's.
+    pub timeout_ms: Option<u64>,
+}
+
+/// The HTTP destinations a manifest asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HttpAsk {
+    /// No HTTP at all.
+    #[default]
+    None,
+    /// Any host the user's policy allows (`http = ["*"]`).
+    Any,
+    /// Only these hosts (the same forms `--allow-http` takes).
+    Hosts(Vec<HostGrant>),
+}
+
+impl HttpAsk {
+    /// Whether a request to this host and port is among the asked destinations.
+    pub fn covers(&self, host: &url::Host<&str>, port: u16) -> bool {
+        match self {
+            HttpAsk::None => false,
+            HttpAsk::Any => true,
+            HttpAsk::Hosts(hosts) => hosts.iter().any(|grant| grant.matches(host, port)),
+        }
+    }
+
+    fn to_strings(&self) -> Vec<String> {
+        match self {
+            HttpAsk::None => Vec::new(),
+            HttpAsk::Any => vec!["*".to_string()],
+            HttpAsk::Hosts(hosts) => hosts.iter().map(ToString::to_string).collect(),
+        }
+    }
+}
+
+impl fmt::Display for HttpAsk {
+    /// `none`, `any host`, or the hosts separated by commas.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpAsk::None => f.write_str("none"),
+            HttpAsk::Any => f.write_str("any host"),
+            HttpAsk::Hosts(hosts) => {
+                let hosts: Vec<String> = hosts.iter().map(ToString::to_string).collect();
+                f.write_str(&hosts.join(", "))
+            }
+        }
+    }
+}
+
+/// A manifest that could not be used; the text says which field and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ManifestError(pub String);
+
+/// The document as written: every field optional, unknown fields refused.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(default)]
+    capabilities: CapabilitiesDocument,
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct CapabilitiesDocument {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<FileAccess>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_mib: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_ms: Option<u64>,
+}
+
+/// Where the fields a document leaves out come from.
+enum Omitted<'a> {
+    /// A `.wasm` plugin's manifest: `id` and `version` are required.
+    Required,
+    /// A sidecar of `NAME.lua`: the id defaults to NAME, the version to 0.0.0.
+    LuaFile(&'a str),
+}
+
+impl Manifest {
+    /// The manifest of a `.lua` plugin without a sidecar: its file stem as the id, and
+    /// what clm-tool(5) gives every plugin (HTTP per the user's policy, read-write
+    /// access to the file root, the user's memory and time limits).
+    pub fn clm_default(stem: &str) -> Manifest {
+        Manifest {
+            id: stem.to_string(),
+            version: semver::Version::new(0, 0, 0),
+            description: String::new(),
+            capabilities: Capabilities {
+                http: HttpAsk::Any,
+                files: FileAccess::ReadWrite,
+                memory_mib: None,
+                timeout_ms: None,
+            },
+        }
+    }
+
+    /// Parses the manifest carried by a `.wasm` plugin, where `id` and `version` are
+    /// required.
+    pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
+        Self::parse_with(text, Omitted::Required)
+    }
+
+    /// Parses the sidecar of the Lua plugin `stem.lua`: `id` defaults to `stem` and
+    /// `version` to 0.0.0; capabilities it does not ask for are not granted.
+    pub fn parse_sidecar(text: &str, stem: &str) -> Result<Manifest, ManifestError> {
+        Self::parse_with(text, Omitted::LuaFile(stem))
+    }
+
+    /// Parses manifest bytes (a custom section's content), which must be UTF-8.
+    pub fn parse_bytes(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| ManifestError("the manifest is not UTF-8 text".to_string()))?;
+        Self::parse(text)
+    }
+
+    fn parse_with(text: &str, omitted: Omitted<'_>) -> Result<Manifest, ManifestError> {
+        let document: Document =
+            toml::from_str(text).map_err(|error| ManifestError(toml_error(&error)))?;
+        let id = match (document.id, &omitted) {
+            (Some(id), _) => id,
+            (None, Omitted::LuaFile(stem)) => stem.to_string(),
+            (None, Omitted::Required) => {
+                return Err(ManifestError("the manifest has no `id`".to_string()));
+            }
+        };
+        check_id(&id)?;
+        let version = match (document.version, &omitted) {
+            (Some(version), _) => semver::Version::parse(&version).map_err(|error| {
+                ManifestError(format!(
+                    "`version` {version:?} is not a semantic version like 1.2.0 ({error})"
+                ))
+            })?,
+            (None, Omitted::LuaFile(_)) => semver::Version::new(0, 0, 0),
+            (None, Omitted::Required) => {
+                return Err(ManifestError("the manifest has no `version`".to_string()));
+            }
+        };
+        let capabilities = document.capabilities;
+        let http = match capabilities.http {
+            None => HttpAsk::None,
+            Some(hosts) => parse_http(&hosts)?,
+        };
+        if capabilities.memory_mib == Some(0) {
+            return Err(ManifestError(
+                "`capabilities.memory_mib` must be at least 1".to_string(),
+            ));
+        }
+        if capabilities.timeout_ms == Some(0) {
+            return Err(ManifestError(
+                "`capabilities.timeout_ms` must be at least 1".to_string(),
+            ));
+        }
+        Ok(Manifest {
+            id,
+            version,
+            description: document.description.unwrap_or_default(),
+            capabilities: Capabilities {
+                http,
+                files: capabilities.files.unwrap_or_default(),
+                memory_mib: capabilities.memory_mib,
+                timeout_ms: capabilities.timeout_ms,
+            },
+        })
+    }
+
+    /// The manifest as TOML text, every field explicit: what `toolcell pack` embeds.
+    pub fn to_toml(&self) -> String {
+        let document = Document {
+            id: Some(self.id.clone()),
+            version: Some(self.version.to_string()),
+            description: Some(self.description.clone()),
+            capabilities: CapabilitiesDocument {
+                http: Some(self.capabilities.http.to_strings()),
+                files: Some(self.capabilities.files),
+                memory_mib: self.capabilities.memory_mib,
+                timeout_ms: self.capabilities.timeout_ms,
+            },
+        };
+        // Serializing plain strings, numbers and lists cannot fail.
+        toml::to_string(&document).unwrap_or_default()
+    }
+}
+
+/// Checks a plugin id: 1 to 64 characters of `a-z`, `0-9`, `-`, `.` and `_`.
+pub fn check_id(id: &str) -> Result<(), ManifestError> {
+    if id.is_empty() {
+        return Err(ManifestError("`id` is empty".to_string()));
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(ManifestError(format!(
+            "`id` {id:?} is longer than {MAX_ID_LEN} characters"
+        )));
+    }
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_')))
+    {
+        return Err(ManifestError(format!(
+            "`id` {id:?} contains {bad:?}; an id uses only a-z, 0-9, '-', '.' and '_'"
+        )));
+    }
+    Ok(())
+}
+
+fn parse_http(hosts: &[String]) -> Result<HttpAsk, ManifestError> {
+    if hosts.iter().any(|host| host == "*") {
+        if hosts.len() > 1 {
+            return Err(ManifestError(
+                "`capabilities.http`: \"*\" already stands for every host; give it alone"
+                    .to_string(),
+            ));
+        }
+        return Ok(HttpAsk::Any);
+    }
+    if hosts.is_empty() {
+        return Ok(HttpAsk::None);
+    }
+    let grants = hosts
+        .iter()
+        .map(|host| {
+            host.parse::<HostGrant>().map_err(|error| {
+                ManifestError(format!("`capabilities.http` entry {host:?}: {error}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(HttpAsk::Hosts(grants))
+}
+
+/// The sidecar manifest of a Lua plugin: `hello.lua` → `hello.lua.toml`.
+pub fn sidecar_path(lua_file: &Path) -> PathBuf {
+    let mut name = lua_file.as_os_str().to_os_string();
+    name.push(".toml");
+    PathBuf::from(name)
+}
+
+/// toml's errors span several lines (a source snippet); keep the reason and position.
+fn toml_error(error: &toml::de::Error) -> String {
+    let reason = error.message().trim().to_string();
+    match error.span() {
+        Some(span) => format!("{reason} (at byte {})", span.start),
+        None => reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_manifest_parses_and_round_trips() {
+        let text = r#"
+            id = "weather.v2"
+            version = "1.2.0"
+            description = "Weather"
+            [capabilities]
+            http = ["api.weather.example", "*.example.com:8443"]
+            files = "read-only"
+            memory_mib = 16
+            timeout_ms = 5000
+        "#;
+        let manifest = Manifest::parse(text).expect("parses");
+        assert_eq!(manifest.id, "weather.v2");
+        assert_eq!(manifest.version, semver::Version::new(1, 2, 0));
+        assert_eq!(manifest.capabilities.files, FileAccess::ReadOnly);
+        assert_eq!(
+            manifest.capabilities.http.to_string(),
+            "api.weather.example, *.example.com:8443"
+        );
+        assert_eq!(manifest.capabilities.memory_mib, Some(16));
+        assert_eq!(manifest.capabilities.timeout_ms, Some(5000));
+        assert_eq!(Manifest::parse(&manifest.to_toml()), Ok(manifest));
+    }
+
+    #[test]
+    fn omitted_capabilities_are_not_asked_for() {
+        let manifest = Manifest::parse("id = \"x\"\nversion = \"0.1.0\"").expect("parses");
+        assert_eq!(manifest.capabilities, Capabilities::default());
+        assert_eq!(manifest.capabilities.http, HttpAsk::None);
+        assert_eq!(manifest.capabilities.files, FileAccess::None);
+    }
+
+    #[test]
+    fn a_sidecar_defaults_id_and_version() {
+        let manifest = Manifest::parse_sidecar("description = \"d\"", "notes").expect("parses");
+        assert_eq!(manifest.id, "notes");
+        assert_eq!(manifest.version, semver::Version::new(0, 0, 0));
+        assert_eq!(manifest.capabilities.files, FileAccess::None);
+    }
+
+    #[test]
+    fn ids_follow_the_rule() {
+        for good in ["a", "hello", "a-b.c_d", "0", &"x".repeat(64)] {
+            assert!(check_id(good).is_ok(), "{good:?} must be accepted");
+        }
+        for bad in ["", "Hello", "a b", "a/b", "é", &"x".repeat(65)] {
+            assert!(check_id(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn bad_manifests_say_what_is_wrong() {
+        let cases = [
+            ("version = \"1.0.0\"", "no `id`"),
+            ("id = \"x\"", "no `version`"),
+            ("id = \"X\"\nversion = \"1.0.0\"", "contains 'X'"),
+            ("id = \"x\"\nversion = \"one\"", "not a semantic version"),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\nfoo = 1",
+                "unknown field `foo`",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nfile = \"none\"",
+                "unknown field `file`",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nfiles = \"all\"",
+                "unknown variant `all`",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nhttp = [\"http://a\"]",
+                "entry \"http://a\"",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nhttp = [\"*\", \"a\"]",
+                "give it alone",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nmemory_mib = 0",
+                "at least 1",
+            ),
+        ];
+        for (text, expected) in cases {
+            match Manifest::parse(text) {
+                Ok(manifest) => panic!("{text:?} parsed as {manifest:?}"),
+                Err(error) => assert!(
+                    error.0.contains(expected),
+                    "{text:?}: expected {expected:?} in {:?}",
+                    error.0
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn the_sidecar_sits_beside_the_script() {
+        assert_eq!(
+            sidecar_path(Path::new("/p/hello.lua")),
+            PathBuf::from("/p/hello.lua.toml")
+        );
+    }
+}

@@ -1,0 +1,230 @@
+//! From a plugin file to what the sandbox runs: the checks every file passes before
+//! any of its code is compiled, in this order.
+//!
+//! 1. its digest against the user's pins (`integrity`);
+//! 2. for a `.wasm`: that it is a component (`artifact`), its signatures against the
+//!    trust policy (`signature`), the WIT version it was built for (`wit_version`), and
+//!    its manifest (`manifest`);
+//! 3. for a `.lua`: its sidecar manifest if it has one, else clm's defaults; a `.lua`
+//!    cannot be signed, so it is unsigned to the trust policy.
+//!
+//! A refusal carries the diagnostic kind that names the failed check.
+
+use std::path::Path;
+
+use crate::artifact::Artifact;
+use crate::cache::sha256_hex;
+use crate::guest::LUA_GUEST_SHA256;
+use crate::integrity::Pins;
+use crate::manifest::{self, Manifest};
+use crate::runtime::{DiagnosticKind, Severity};
+use crate::signature::{TrustPolicy, UnsignedPolicy, Verdict};
+use crate::wit_version;
+
+/// The code of a plugin.
+pub(crate) enum Code {
+    /// The Lua guest embedded in this toolcell (a `.lua` file, or a packed Lua plugin
+    /// whose guest is byte for byte the embedded one).
+    EmbeddedLua,
+    /// A component to compile: the file without toolcell's sections.
+    Component {
+        /// The bytes to compile.
+        bytes: Vec<u8>,
+        /// Their SHA-256, the compiled-code cache key.
+        digest: String,
+    },
+}
+
+/// A plugin file that passed every check.
+pub(crate) struct Source {
+    /// Its manifest (from the artifact, the sidecar, or clm's defaults).
+    pub manifest: Manifest,
+    /// What to compile.
+    pub code: Code,
+    /// The Lua script, for Lua plugins (plain or packed).
+    pub script: Option<Vec<u8>>,
+    /// Things worth a warning that did not stop the plugin.
+    pub warnings: Vec<(DiagnosticKind, Severity, String)>,
+}
+
+/// Why a plugin file was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    /// The check that failed.
+    pub kind: DiagnosticKind,
+    /// One line: what and why.
+    pub message: String,
+}
+
+fn refuse(kind: DiagnosticKind, message: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// What a file must satisfy to be accepted.
+pub(crate) struct Admission<'a> {
+    /// Digest pins.
+    pub pins: &'a Pins,
+    /// Trusted keys and what to do with unsigned plugins.
+    pub trust: &'a TrustPolicy,
+}
+
+/// Reads and checks `path` (a `*.lua` or `*.wasm` file).
+pub(crate) fn read(path: &Path, admission: &Admission<'_>) -> Result<Source, Refusal> {
+    let bytes = std::fs::read(path).map_err(|error| {
+        refuse(
+            DiagnosticKind::LoadFailed,
+            format!("cannot read the file: {error}"),
+        )
+    })?;
+    admission
+        .pins
+        .check(path, &sha256_hex(&bytes))
+        .map_err(|message| refuse(DiagnosticKind::DigestMismatch, message))?;
+    if path.extension().is_some_and(|extension| extension == "lua") {
+        read_lua(path, bytes, admission)
+    } else {
+        read_component(&bytes, admission)
+    }
+}
+
+fn read_lua(path: &Path, script: Vec<u8>, admission: &Admission<'_>) -> Result<Source, Refusal> {
+    if admission.trust.unsigned == UnsignedPolicy::Refuse {
+        return Err(refuse(
+            DiagnosticKind::SignatureMissing,
+            "a .lua file cannot be signed and the trust policy refuses unsigned plugins \
+             (pack it with `toolcell pack`, then `toolcell sign` the .wasm)",
+        ));
+    }
+    let stem = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let sidecar = manifest::sidecar_path(path);
+    let manifest = match std::fs::read(&sidecar) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Manifest::clm_default(&stem),
+        Err(error) => {
+            return Err(refuse(
+                DiagnosticKind::ManifestInvalid,
+                format!("cannot read its manifest {}: {error}", file_name(&sidecar)),
+            ));
+        }
+        Ok(bytes) => {
+            admission
+                .pins
+                .check(&sidecar, &sha256_hex(&bytes))
+                .map_err(|message| {
+                    refuse(
+                        DiagnosticKind::DigestMismatch,
+                        format!("its manifest {}: {message}", file_name(&sidecar)),
+                    )
+                })?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                refuse(
+                    DiagnosticKind::ManifestInvalid,
+                    format!("its manifest {} is not UTF-8 text", file_name(&sidecar)),
+                )
+            })?;
+            Manifest::parse_sidecar(&text, &stem).map_err(|error| {
+                refuse(
+                    DiagnosticKind::ManifestInvalid,
+                    format!("its manifest {}: {error}", file_name(&sidecar)),
+                )
+            })?
+        }
+    };
+    Ok(Source {
+        manifest,
+        code: Code::EmbeddedLua,
+        script: Some(script),
+        warnings: Vec::new(),
+    })
+}
+
+fn read_component(bytes: &[u8], admission: &Admission<'_>) -> Result<Source, Refusal> {
+    let artifact = Artifact::parse(bytes)
+        .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?;
+    let mut warnings = Vec::new();
+    let refuses_unsigned = admission.trust.unsigned == UnsignedPolicy::Refuse;
+    match admission.trust.judge(&artifact) {
+        Verdict::Trusted(_) => {}
+        Verdict::Invalid(message) => {
+            return Err(refuse(DiagnosticKind::SignatureInvalid, message));
+        }
+        Verdict::Unsigned if refuses_unsigned => {
+            return Err(refuse(
+                DiagnosticKind::SignatureMissing,
+                "it is not signed and the trust policy refuses unsigned plugins \
+                 ([trust] unsigned = \"refuse\")",
+            ));
+        }
+        Verdict::Unsigned => {}
+        Verdict::Untrusted(keys) => {
+            let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+            let message = format!(
+                "it is signed by {}, which is not among the trusted keys ([trust] keys)",
+                keys.join(", ")
+            );
+            if refuses_unsigned {
+                return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
+            }
+            warnings.push((
+                DiagnosticKind::SignatureUntrusted,
+                Severity::Warning,
+                message,
+            ));
+        }
+    }
+    let version = artifact
+        .wit_version()
+        .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
+    wit_version::check_compatible(&version, &wit_version::host_version())
+        .map_err(|message| refuse(DiagnosticKind::WitMismatch, message))?;
+    let manifest_bytes = artifact
+        .manifest()
+        .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?
+        .ok_or_else(|| {
+            refuse(
+                DiagnosticKind::ManifestMissing,
+                format!(
+                    "it carries no manifest (a `{}` custom section); add one with \
+                     `toolcell pack FILE.wasm --manifest MANIFEST.toml`",
+                    manifest::MANIFEST_SECTION
+                ),
+            )
+        })?;
+    let manifest = Manifest::parse_bytes(manifest_bytes).map_err(|error| {
+        refuse(
+            DiagnosticKind::ManifestInvalid,
+            format!("its manifest: {error}"),
+        )
+    })?;
+    let script = artifact
+        .script()
+        .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?
+        .map(<[u8]>::to_vec);
+    let code = artifact.code();
+    let digest = sha256_hex(&code);
+    let code = if script.is_some() && digest == LUA_GUEST_SHA256 {
+        Code::EmbeddedLua
+    } else {
+        Code::Component {
+            bytes: code,
+            digest,
+        }
+    };
+    Ok(Source {
+        manifest,
+        code,
+        script,
+        warnings,
+    })
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
