@@ -3,31 +3,51 @@
 //!
 //! A test writes its plugins as Lua source next to its assertions, loads them with
 //! [`Fixture::load`] (each file in its own sandbox, exactly as the CLI would), and calls
-//! tools through the embedding API.
+//! tools through the embedding API. [`packed::Fixture`] packs each Lua plugin into a
+//! `.wasm` artifact first, as `toolcell pack` does, so the same tests show that a
+//! packed plugin behaves like its script.
 
+pub mod guest_build;
 pub mod http_server;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tempfile::TempDir;
+use toolcell::manifest::Manifest;
 use toolcell::{CallOutcome, Runtime, RuntimeBuilder};
 
 /// Generous bound on any single call in a test: only catches hangs.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
+/// How a fixture's Lua plugins reach the plugin directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// As `NAME.lua` files.
+    Lua,
+    /// Packed into `NAME.wasm` artifacts (the Lua guest, the script and a manifest).
+    Packed,
+}
+
 /// A plugin directory and a file root, both temporary.
 pub struct Fixture {
     plugins: TempDir,
     root: TempDir,
+    form: Form,
 }
 
 impl Fixture {
     /// A fixture holding `plugins` as (file name, source) pairs.
     pub fn new(plugins: &[(&str, &str)]) -> Fixture {
+        Fixture::with_form(Form::Lua, plugins)
+    }
+
+    /// A fixture whose Lua plugins take `form`.
+    pub fn with_form(form: Form, plugins: &[(&str, &str)]) -> Fixture {
         let fixture = Fixture {
             plugins: TempDir::new().expect("temp dir"),
             root: TempDir::new().expect("temp dir"),
+            form,
         };
         for (name, source) in plugins {
             fixture.add_plugin(name, source);
@@ -35,9 +55,28 @@ impl Fixture {
         fixture
     }
 
-    /// Adds (or replaces) a plugin file.
+    /// Adds (or replaces) a plugin file; a `NAME.lua` is packed into `NAME.wasm` when
+    /// the fixture's form is [`Form::Packed`].
     pub fn add_plugin(&self, name: &str, source: &str) {
-        std::fs::write(self.plugins.path().join(name), source).expect("write plugin");
+        let (file, bytes) = match (self.form, name.strip_suffix(".lua")) {
+            (Form::Packed, Some(stem)) => {
+                let packed =
+                    toolcell::pack::pack_lua(source.as_bytes(), &Manifest::clm_default(stem))
+                        .expect("the Lua plugin packs");
+                (self.file_name(name), packed)
+            }
+            _ => (name.to_string(), source.as_bytes().to_vec()),
+        };
+        std::fs::write(self.plugins.path().join(file), bytes).expect("write plugin");
+    }
+
+    /// The file a plugin given as `name` is stored under (`x.lua` becomes `x.wasm`
+    /// when packed).
+    pub fn file_name(&self, name: &str) -> String {
+        match (self.form, name.strip_suffix(".lua")) {
+            (Form::Packed, Some(stem)) => format!("{stem}.wasm"),
+            _ => name.to_string(),
+        }
     }
 
     /// The plugin directory.
@@ -72,6 +111,31 @@ impl Fixture {
             .build()
             .await
             .expect("the runtime builds")
+    }
+}
+
+/// The fixture of the packed form, for the conformance suite.
+pub mod packed {
+    use std::ops::Deref;
+
+    use super::Form;
+
+    /// A [`Fixture`](super::Fixture) whose Lua plugins are packed into `.wasm` files.
+    pub struct Fixture(super::Fixture);
+
+    impl Fixture {
+        /// A fixture holding `plugins` as (file name, source) pairs, packed.
+        pub fn new(plugins: &[(&str, &str)]) -> Fixture {
+            Fixture(super::Fixture::with_form(Form::Packed, plugins))
+        }
+    }
+
+    impl Deref for Fixture {
+        type Target = super::Fixture;
+
+        fn deref(&self) -> &super::Fixture {
+            &self.0
+        }
     }
 }
 

@@ -2,9 +2,10 @@
 //! object, the `json` module, `clm.config`, and `clm.read_file`/`clm.write_file` inside
 //! the granted root.
 
+use super::Fixture;
 use toolcell::config::Config;
 use toolcell::{CallOutcome, DiagnosticKind, InvokeError};
-use toolcell_tests::{Fixture, assert_contains, failure, output, outside_dir};
+use toolcell_tests::{assert_contains, failure, output, outside_dir};
 
 fn tool(name: &str, body: &str) -> String {
     format!("clm.tool_register({name:?}, {{ invoke = function(args, ctx)\n{body}\nend }})\n")
@@ -123,7 +124,7 @@ async fn bad_registrations_fail_the_load_with_a_message_naming_the_problem() {
         let diagnostic = runtime
             .diagnostics()
             .iter()
-            .find(|d| d.file.ends_with(file))
+            .find(|d| d.file.ends_with(fixture.file_name(file)))
             .unwrap_or_else(|| panic!("no diagnostic for {file}"));
         assert_eq!(diagnostic.kind, DiagnosticKind::LoadFailed);
         // The error points at the plugin's own line, like a Lua error would.
@@ -164,7 +165,11 @@ async fn a_tool_name_taken_by_an_earlier_plugin_stays_with_it() {
     assert_eq!(collision.kind, DiagnosticKind::ToolCollision);
     assert_contains(
         &collision.message,
-        &["'dup'", "b_second.lua", "a_first.lua"],
+        &[
+            "'dup'",
+            &fixture.file_name("b_second.lua"),
+            &fixture.file_name("a_first.lua"),
+        ],
     );
 }
 

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeSet;
 
+use super::Fixture;
 use toolcell::limits::{Limits, MIB};
 use toolcell::{CallOutcome, DiagnosticKind};
-use toolcell_tests::{Fixture, assert_contains, call, failure, output};
+use toolcell_tests::{assert_contains, call, failure, output};
 
 #[tokio::test]
 async fn only_the_safe_libraries_and_the_clm_api_are_global() {
@@ -93,7 +94,10 @@ async fn a_plugin_file_of_lua_bytecode_is_refused() {
     let runtime = fixture.load().await;
     let diagnostic = &runtime.diagnostics()[0];
     assert_eq!(diagnostic.kind, DiagnosticKind::LoadFailed);
-    assert_contains(&diagnostic.message, &["binary.lua", "binary chunk"]);
+    assert_contains(
+        &diagnostic.message,
+        &[&fixture.file_name("binary.lua"), "binary chunk"],
+    );
     assert!(runtime.tools().is_empty());
 }
 
@@ -109,7 +113,10 @@ async fn a_tight_loop_at_load_time_hits_the_500_ms_deadline_and_the_others_still
     let runtime = fixture.load().await;
     let diagnostic = &runtime.diagnostics()[0];
     assert_eq!(diagnostic.kind, DiagnosticKind::LoadFailed);
-    assert_contains(&diagnostic.message, &["a_spin.lua", "500 ms"]);
+    assert_contains(
+        &diagnostic.message,
+        &[&fixture.file_name("a_spin.lua"), "500 ms"],
+    );
     assert_eq!(output(&runtime, "ok", "{}").await, "ok");
 }
 
@@ -122,7 +129,7 @@ async fn pcall_cannot_catch_the_load_deadline() {
     let runtime = fixture.load().await;
     assert_contains(
         &runtime.diagnostics()[0].message,
-        &["stubborn.lua", "500 ms"],
+        &[&fixture.file_name("stubborn.lua"), "500 ms"],
     );
 }
 

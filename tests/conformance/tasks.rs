@@ -5,8 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use super::Fixture;
 use toolcell::CallOutcome;
-use toolcell_tests::{Fixture, assert_contains, failure, output};
+use toolcell_tests::{assert_contains, failure, output};
 
 /// Generous bound for "about 300 ms" that still catches two 300 ms waits run in series.
 const NOT_SERIAL: Duration = Duration::from_millis(550);

@@ -4,10 +4,11 @@
 
 use std::time::{Duration, Instant};
 
+use super::Fixture;
 use toolcell::config::Config;
 use toolcell::{CallOutcome, Runtime};
 use toolcell_tests::http_server::TestServer;
-use toolcell_tests::{Fixture, assert_contains, failure, output};
+use toolcell_tests::{assert_contains, failure, output};
 
 const NOT_SERIAL: Duration = Duration::from_millis(550);
 const CLOSE_SEEN: Duration = Duration::from_secs(5);

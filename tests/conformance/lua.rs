@@ -1,0 +1,12 @@
+//! The suite with the plugins as `.lua` files.
+
+pub use toolcell_tests::Fixture;
+
+#[path = "api.rs"]
+mod api;
+#[path = "http.rs"]
+mod http;
+#[path = "sandbox.rs"]
+mod sandbox;
+#[path = "tasks.rs"]
+mod tasks;

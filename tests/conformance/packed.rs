@@ -1,0 +1,12 @@
+//! The suite with the plugins packed into `.wasm` artifacts.
+
+pub use toolcell_tests::packed::Fixture;
+
+#[path = "api.rs"]
+mod api;
+#[path = "http.rs"]
+mod http;
+#[path = "sandbox.rs"]
+mod sandbox;
+#[path = "tasks.rs"]
+mod tasks;
