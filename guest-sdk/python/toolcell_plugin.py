@@ -1,0 +1,334 @@
+"""toolcell's Python binding layer: tools with ``async`` handlers on top of the
+toolcell:plugin step protocol. Built into a component with componentize-py (see
+tools/build-python-plugin).
+
+    from toolcell_plugin import Plugin
+
+    plugin = Plugin()
+
+    @plugin.tool("py_fetch", "Fetches a URL",
+                 {"type": "object", "properties": {"url": {"type": "string"}}})
+    async def fetch(args, ctx):
+        response = await ctx.http_get(args["url"])
+        return f"{response.status} {response.text()}"
+
+    Guest = plugin.guest_class()
+
+Handlers are coroutines driven by this module, not by asyncio: each ``await`` of an
+operation (ctx.sleep, ctx.http, ctx.http_get) or of a task (ctx.spawn) suspends the
+coroutine until the host delivers the outcome, inside one of the host's steps. The host
+never blocks on the plugin, and the plugin never sees an operation id.
+"""
+
+import json
+import re
+
+from componentize_py_types import Err
+from wit_world import exports
+from wit_world.imports import host, types
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class ToolError(Exception):
+    """The host refused an operation, or an HTTP exchange failed."""
+
+
+def _host_call(function, *args):
+    try:
+        return function(*args)
+    except Err as error:
+        raise ToolError(str(error.value)) from None
+
+
+class Response:
+    """A complete HTTP response, whatever its status."""
+
+    def __init__(self, value):
+        self.status = value.status
+        self.headers = list(value.headers)
+        self.body = bytes(value.body)
+
+    def text(self):
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class _Operation:
+    """An operation started in the host; awaiting it waits for its outcome."""
+
+    def __init__(self, op, convert):
+        self.op = op
+        self.convert = convert
+
+    def __await__(self):
+        outcome = yield self
+        return self.convert(outcome)
+
+
+def _http_outcome(outcome):
+    if isinstance(outcome, types.OpOutcome_HttpResponse):
+        return Response(outcome.value)
+    if isinstance(outcome, types.OpOutcome_HttpError):
+        raise ToolError(outcome.value)
+    raise ToolError("the host answered an HTTP request with a timer")
+
+
+def _timer_outcome(outcome):
+    if not isinstance(outcome, types.OpOutcome_TimerFired):
+        raise ToolError("the host answered a timer with something else")
+
+
+class Task:
+    """A spawned task; awaiting it waits for its result."""
+
+    def __init__(self, call, task_id):
+        self.call = call
+        self.task_id = task_id
+
+    def __await__(self):
+        return (yield self)
+
+
+class Ctx:
+    """What a handler can do while it runs."""
+
+    def __init__(self, plugin, call_id, tool, raw_args):
+        self._plugin = plugin
+        self.call_id = call_id
+        self.tool = tool
+        self.raw_args = raw_args
+        self.plugin = plugin.name
+
+    def http(self, method, url, headers=(), body=None):
+        """Starts an HTTP request; await the result for a Response."""
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        request = types.HttpRequest(method=method, url=url, headers=list(headers), body=body)
+        op = _host_call(host.http_start, self.call_id, request)
+        return _Operation(op, _http_outcome)
+
+    def http_get(self, url):
+        """A GET of ``url``; await it."""
+        return self.http("GET", url)
+
+    def sleep(self, ms):
+        """Waits ``ms`` milliseconds; await it."""
+        if not ms >= 0:
+            raise ToolError(f"sleep expects a non-negative number of milliseconds, got {ms}")
+        op = _host_call(host.timer_start, self.call_id, int(-(-ms // 1)))
+        return _Operation(op, _timer_outcome)
+
+    def spawn(self, coroutine):
+        """Runs a coroutine as a child task; await the returned task for its result.
+        Child tasks end with their invocation."""
+        call = self._plugin.calls.get(self.call_id)
+        if call is None:
+            raise ToolError("the invocation has ended")
+        return call.add(coroutine)
+
+    def read_file(self, path):
+        """Reads a whole file below the granted root (bytes)."""
+        return bytes(_host_call(host.read_file, path))
+
+    def read_text(self, path):
+        """Reads a whole UTF-8 text file below the granted root."""
+        return self.read_file(path).decode("utf-8")
+
+    def write_file(self, path, content):
+        """Replaces (or creates) a whole file below the granted root."""
+        if isinstance(content, str):
+            content = content.encode("utf-8")
+        _host_call(host.write_file, path, content)
+
+    def config(self):
+        """The user's configuration: [tools.PLUGIN-ID], else [tools.TOOL]; None if none."""
+        text = host.config(self._plugin.name)
+        if text is None:
+            text = host.config(self.tool)
+        return None if text is None else json.loads(text)
+
+    def log(self, message):
+        """Appends a line to the debug log (nothing when the user did not enable it)."""
+        if self._plugin.debug_log:
+            host.log(str(message))
+
+
+class _TaskState:
+    def __init__(self, coroutine):
+        self.coroutine = coroutine
+        self.done = False
+        self.value = None
+        self.error = None
+        self.joiners = []
+
+
+class _Call:
+    """One invocation: its main task and the tasks it spawned, run step by step."""
+
+    def __init__(self, call_id, deadline):
+        self.call_id = call_id
+        self.deadline = deadline
+        self.tasks = {}
+        self.next_task = 0
+        self.ready = []
+        self.waiting_on = {}  # op id -> (task id, convert)
+        self.result = None
+
+    def add(self, coroutine):
+        task_id = self.next_task
+        self.next_task += 1
+        self.tasks[task_id] = _TaskState(coroutine)
+        self.ready.append((task_id, None, None))
+        return Task(self.call_id, task_id)
+
+    def deliver(self, op, outcome):
+        entry = self.waiting_on.pop(op, None)
+        if entry is not None:
+            task_id, _ = entry
+            self.ready.append((task_id, outcome, None))
+
+    def run(self):
+        while self.ready and self.result is None:
+            task_id, value, error = self.ready.pop(0)
+            task = self.tasks.get(task_id)
+            if task is None or task.done:
+                continue
+            try:
+                if error is not None:
+                    waitable = task.coroutine.throw(error)
+                else:
+                    waitable = task.coroutine.send(value)
+            except StopIteration as stop:
+                self._finish(task_id, task, stop.value, None)
+                continue
+            except Exception as raised:  # the handler's own failure
+                self._finish(task_id, task, None, raised)
+                continue
+            self._wait(task_id, waitable)
+            if host.now() > self.deadline:
+                return types.CallState_TimedOut()
+        if self.result is not None:
+            return self.result
+        if not self.ready and not self.waiting_on:
+            return types.CallState_Failed(
+                "the handler waits for something that can never happen "
+                "(no host operation is pending)"
+            )
+        return types.CallState_Pending()
+
+    def _wait(self, task_id, waitable):
+        if isinstance(waitable, _Operation):
+            self.waiting_on[waitable.op] = (task_id, waitable.convert)
+        elif isinstance(waitable, Task) and waitable.call == self.call_id:
+            target = self.tasks[waitable.task_id]
+            if target.done:
+                self.ready.append((task_id, target.value, target.error))
+            else:
+                target.joiners.append(task_id)
+        else:
+            self.ready.append((task_id, None, ToolError(
+                "a handler may only await ctx.sleep, ctx.http, ctx.http_get or a task of its own call"
+            )))
+
+    def _finish(self, task_id, task, value, error):
+        task.done = True
+        task.value = value
+        task.error = error
+        for joiner in task.joiners:
+            self.ready.append((joiner, value, error))
+        task.joiners = []
+        if task_id == 0:
+            if error is not None:
+                self.result = types.CallState_Failed(str(error) or type(error).__name__)
+            elif isinstance(value, str):
+                self.result = types.CallState_Completed(value)
+            else:
+                self.result = types.CallState_Completed(json.dumps(value))
+
+    def end(self):
+        for op in list(self.waiting_on):
+            host.cancel_op(op)
+        self.waiting_on.clear()
+        for task in self.tasks.values():
+            if not task.done:
+                task.coroutine.close()
+
+
+class Plugin:
+    """The tools of a plugin; ``guest_class()`` is what componentize-py exports."""
+
+    def __init__(self):
+        self.tools = {}
+        self.calls = {}
+        self.name = ""
+        self.debug_log = False
+
+    def tool(self, name, description="", schema=None, timeout_ms=None, no_prompt=False, hidden=False):
+        """Registers an ``async def handler(args, ctx)`` as a tool."""
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise ValueError(f"tool name {name!r} must be 1 to 64 letters, digits, '_' or '-'")
+        if name in self.tools:
+            raise ValueError(f"tool {name!r} is registered twice")
+
+        def register(handler):
+            self.tools[name] = (
+                types.ToolSpec(
+                    name=name,
+                    description=description,
+                    params_schema=None if schema is None else json.dumps(schema),
+                    timeout_ms=timeout_ms,
+                    no_prompt=no_prompt,
+                    hidden=hidden,
+                ),
+                handler,
+            )
+            return handler
+
+        return register
+
+    def _settle(self, call_id, call):
+        state = call.run()
+        if not isinstance(state, types.CallState_Pending):
+            call.end()
+            self.calls.pop(call_id, None)
+        return state
+
+    def guest_class(self):
+        """The class implementing the ``guest`` export for this plugin."""
+        plugin = self
+
+        class Guest(exports.Guest):
+            def load(self, request):
+                plugin.name = request.name
+                plugin.debug_log = request.debug_log
+                return [spec for spec, _ in plugin.tools.values()]
+
+            def start(self, call, tool, args_json, deadline):
+                entry = plugin.tools.get(tool)
+                if entry is None:
+                    return types.CallState_Failed(f"the plugin has no tool named '{tool}'")
+                try:
+                    args = json.loads(args_json)
+                except ValueError as error:
+                    return types.CallState_Failed(f"invalid JSON arguments: {error}")
+                running = _Call(call, deadline)
+                plugin.calls[call] = running
+                running.add(entry[1](args, Ctx(plugin, call, tool, args_json)))
+                return plugin._settle(call, running)
+
+            def resume(self, call, op, outcome):
+                running = plugin.calls.get(call)
+                if running is None:
+                    return types.CallState_Failed("the invocation is unknown to the plugin")
+                running.deliver(op, outcome)
+                return plugin._settle(call, running)
+
+            def cancel(self, call, reason):
+                running = plugin.calls.pop(call, None)
+                if running is not None:
+                    running.end()
+
+        return Guest

@@ -1,0 +1,111 @@
+//! Tools and the plugin that registers them.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+
+use crate::{Ctx, Error};
+
+/// A boxed handler future.
+pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<String, Error>>>>;
+
+/// A handler with its arguments still as JSON text.
+pub(crate) type Handler = Rc<dyn Fn(&str, Ctx) -> Result<HandlerFuture, Error>>;
+
+/// One tool: its name, what the model reads about it, its argument schema, and the
+/// `async` handler that runs it.
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) schema: Option<serde_json::Value>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) no_prompt: bool,
+    pub(crate) hidden: bool,
+    pub(crate) handler: Handler,
+}
+
+impl Tool {
+    /// A tool whose argument schema is derived from `A` (`#[derive(JsonSchema)]`).
+    /// The handler receives the arguments decoded into `A`; arguments that do not
+    /// decode fail the call with serde's message.
+    pub fn new<A, F, Fut>(name: &str, description: &str, handler: F) -> Tool
+    where
+        A: DeserializeOwned + schemars::JsonSchema + 'static,
+        F: Fn(A, Ctx) -> Fut + 'static,
+        Fut: Future<Output = Result<String, Error>> + 'static,
+    {
+        let mut schema = schemars::schema_for!(A);
+        // The meta-schema URI means nothing to a model.
+        schema.remove("$schema");
+        Self::with_schema(name, description, schema.to_value(), handler)
+    }
+
+    /// A tool with a schema written by hand (JSON Schema of the arguments object).
+    pub fn with_schema<A, F, Fut>(
+        name: &str,
+        description: &str,
+        schema: serde_json::Value,
+        handler: F,
+    ) -> Tool
+    where
+        A: DeserializeOwned + 'static,
+        F: Fn(A, Ctx) -> Fut + 'static,
+        Fut: Future<Output = Result<String, Error>> + 'static,
+    {
+        let handler: Handler = Rc::new(move |args_json: &str, ctx: Ctx| {
+            let args: A = serde_json::from_str(args_json)
+                .map_err(|error| Error::new(format!("invalid arguments: {error}")))?;
+            Ok(Box::pin(handler(args, ctx)) as HandlerFuture)
+        });
+        Tool {
+            name: name.to_string(),
+            description: description.to_string(),
+            schema: Some(schema),
+            timeout: None,
+            no_prompt: false,
+            hidden: false,
+            handler,
+        }
+    }
+
+    /// The tool's own call deadline (default: the plugin's, from its manifest or the
+    /// user's policy).
+    pub fn timeout(mut self, timeout: Duration) -> Tool {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The tool has no side effects worth confirming.
+    pub fn no_prompt(mut self) -> Tool {
+        self.no_prompt = true;
+        self
+    }
+
+    /// The tool is left out of the schema advertised to the model.
+    pub fn hidden(mut self) -> Tool {
+        self.hidden = true;
+        self
+    }
+}
+
+/// The tools of a plugin.
+#[derive(Default)]
+pub struct Plugin {
+    pub(crate) tools: Vec<Tool>,
+}
+
+impl Plugin {
+    /// A plugin without tools yet.
+    pub fn new() -> Plugin {
+        Plugin::default()
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Tool) -> Plugin {
+        self.tools.push(tool);
+        self
+    }
+}
