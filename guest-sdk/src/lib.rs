@@ -105,7 +105,7 @@ macro_rules! export {
             }
         }
 
-        $crate::export_plugin!(ToolcellPluginExport with_types_in $crate::bindings);
+        $crate::bindings::export_plugin!(ToolcellPluginExport with_types_in $crate::bindings);
     };
 }
 
