@@ -1543,3 +1543,371 @@ fn allow_http_grants_a_host_and_a_host_with_port() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Artifacts: pack, inspect, check, sign / verify / keygen, digest pins, --files
+// ---------------------------------------------------------------------------------
+
+/// A plugin with a greeting tool and a tool that writes a file.
+const GREETER: &str = r#"
+clm.tool_register("greet", { description = "Greets someone", invoke = function(args, ctx)
+  ctx:complete("Hello, " .. tostring(args.name) .. "!")
+end })
+clm.tool_register("scribble", { invoke = function(args, ctx)
+  local ok, err = clm.write_file("scribble.txt", "x")
+  if not ok then return ctx:fail(err) end
+  ctx:complete("scribbled")
+end })
+"#;
+
+/// `toolcell ARGS...`, run to completion.
+fn toolcell_run(args: &[&str]) -> Run {
+    run(toolcell().args(args))
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 temp paths")
+}
+
+/// Packs `script` (written as `NAME.lua` in a fresh directory) into `dist/NAME.wasm`.
+fn packed_plugin(name: &str, script: &str) -> (TempDir, PathBuf) {
+    let dir = temp_dir();
+    let source = dir.path().join(format!("{name}.lua"));
+    write(&source, script);
+    let output = dir.path().join("dist").join(format!("{name}.wasm"));
+    fs::create_dir_all(output.parent().expect("a parent")).expect("mkdir dist");
+    let packed = toolcell_run(&["pack", path_str(&source), "-o", path_str(&output)]);
+    assert_eq!(packed.code, Some(0), "pack must succeed{packed}");
+    (dir, output)
+}
+
+#[test]
+fn a_packed_lua_plugin_is_one_file_that_calls_like_the_script() {
+    let (dir, wasm) = packed_plugin("greeter", GREETER);
+    let bytes = fs::read(&wasm).expect("the artifact exists");
+    let digest = toolcell::cache::sha256_hex(&bytes);
+    let packed = toolcell_run(&[
+        "pack",
+        path_str(&dir.path().join("greeter.lua")),
+        "-o",
+        path_str(&wasm),
+    ]);
+    assert_eq!(
+        packed.stdout,
+        format!(
+            "packed greeter 0.0.0 into {} ({} bytes, sha256 {digest})\n",
+            wasm.display(),
+            bytes.len()
+        ),
+        "{packed}"
+    );
+    // Only the .wasm is in dist/: the script travels inside it.
+    let dist = wasm.parent().expect("dist");
+    call(dist, "greet", Some(r#"{"name":"dist"}"#)).assert_completed("Hello, dist!");
+}
+
+#[test]
+fn pack_takes_the_sidecar_manifest_and_writes_beside_the_script() {
+    let dir = temp_dir();
+    let source = dir.path().join("greeter.lua");
+    write(&source, GREETER);
+    write(
+        &dir.path().join("greeter.lua.toml"),
+        "id = \"greeter-pro\"\nversion = \"2.0.1\"\ndescription = \"Greets\"\n\
+         [capabilities]\nfiles = \"read-only\"\n",
+    );
+    let packed = toolcell_run(&["pack", path_str(&source)]);
+    assert_eq!(packed.code, Some(0), "{packed}");
+    let wasm = dir.path().join("greeter.wasm");
+    assert!(wasm.is_file(), "NAME.wasm beside NAME.lua{packed}");
+    let inspected = toolcell_run(&["inspect", "--json", path_str(&wasm)]);
+    assert_eq!(inspected.code, Some(0), "{inspected}");
+    let report: Value = serde_json::from_str(&inspected.stdout).expect("JSON");
+    assert_eq!(report["manifest"]["id"], "greeter-pro");
+    assert_eq!(report["manifest"]["version"], "2.0.1");
+    assert_eq!(report["manifest"]["capabilities"]["files"], "read-only");
+    assert_eq!(report["manifest"]["capabilities"]["http"], "none");
+    assert_eq!(report["kind"], "packed Lua plugin");
+    assert_eq!(
+        report["sha256"],
+        toolcell::cache::sha256_hex(&fs::read(&wasm).expect("read"))
+    );
+    assert_eq!(
+        report["wit"]["package"],
+        format!("toolcell:plugin@{}", toolcell::wit_version::WIT_VERSION)
+    );
+    assert_eq!(report["wit"]["compatible"], true);
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(tools, ["greet", "scribble"]);
+    // The manifest inside is enforced: the packed plugin, alone, may only read.
+    let dist = dir.path().join("dist");
+    fs::create_dir_all(&dist).expect("mkdir dist");
+    fs::rename(&wasm, dist.join("greeter.wasm")).expect("move the artifact");
+    let root = temp_dir();
+    let output = run(toolcell()
+        .args(["call", "--plugins", path_str(&dist), "--root"])
+        .arg(root.path())
+        .arg("scribble"));
+    let message = output.failure();
+    assert!(
+        message.contains("plugin 'greeter-pro' may only read files"),
+        "{output}"
+    );
+    assert!(!root.path().join("scribble.txt").exists());
+}
+
+#[test]
+fn inspect_prints_id_version_tools_capabilities_wit_and_digest() {
+    let (_dir, wasm) = packed_plugin("greeter", GREETER);
+    let digest = toolcell::cache::sha256_hex(&fs::read(&wasm).expect("read"));
+    let output = toolcell_run(&["inspect", path_str(&wasm)]);
+    assert_eq!(output.code, Some(0), "{output}");
+    for line in [
+        format!("sha256:       {digest}"),
+        "kind:         packed Lua plugin".to_string(),
+        "id:           greeter".to_string(),
+        "version:      0.0.0".to_string(),
+        "  http:       any host".to_string(),
+        "  files:      read-write".to_string(),
+        format!(
+            "wit:          toolcell:plugin@{0} (this toolcell: {0}, compatible)",
+            toolcell::wit_version::WIT_VERSION
+        ),
+        "signatures:   none".to_string(),
+        "  greet     Greets someone".to_string(),
+    ] {
+        assert!(
+            output.stdout.lines().any(|printed| printed == line),
+            "missing line {line:?}{output}"
+        );
+    }
+    assert_eq!(output.stderr, "", "{output}");
+}
+
+#[test]
+fn check_reports_problems_with_codes_and_fails_only_on_errors() {
+    let plugins = plugin_dir(&[
+        ("a_good.lua", GREETER),
+        ("b_twin.lua", GREETER),
+        ("c_bad.lua", GREETER),
+        ("c_bad.lua.toml", "[capabilities]\nfiles = \"everything\"\n"),
+        ("d_junk.wasm", "\0asm not a component"),
+    ]);
+    let output = toolcell_run(&["check", path_str(plugins.path())]);
+    assert_eq!(output.code, Some(1), "errors exit 1{output}");
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("error[tool_collision] tool 'greet' of plugin b_twin.lua"),
+        "{output}"
+    );
+    assert!(
+        lines[1].starts_with("error[tool_collision] tool 'scribble'"),
+        "{output}"
+    );
+    assert!(
+        lines[2].starts_with(
+            "error[manifest_invalid] plugin c_bad.lua was refused: its manifest c_bad.lua.toml"
+        ),
+        "{output}"
+    );
+    assert!(
+        lines[3].starts_with("error[load_failed] plugin d_junk.wasm failed to load"),
+        "{output}"
+    );
+    assert_eq!(
+        lines[4], "2 plugins loaded, 2 tools; 4 errors, 0 warnings",
+        "{output}"
+    );
+    assert_eq!(lines.len(), 5, "{output}");
+
+    // Warnings only: exit 0.
+    let plugins = plugin_dir(&[("a_good.lua", GREETER)]);
+    let output = toolcell_run(&["check", "--files", "read-only", path_str(plugins.path())]);
+    assert_eq!(output.code, Some(0), "warnings exit 0{output}");
+    assert!(
+        output.stdout.starts_with("warning[capability_denied] plugin a_good.lua: its manifest asks for files = \"read-write\""),
+        "{output}"
+    );
+    assert!(
+        output
+            .stdout
+            .ends_with("1 plugin loaded, 2 tools; 0 errors, 1 warning\n"),
+        "{output}"
+    );
+
+    let missing = toolcell_run(&["check", "/nonexistent/toolcell-plugins"]);
+    assert!(
+        missing.usage_error().contains("does not exist"),
+        "{missing}"
+    );
+}
+
+#[test]
+fn keygen_sign_and_verify_and_a_trust_policy_that_refuses_unsigned_plugins() {
+    let (dir, wasm) = packed_plugin("greeter", GREETER);
+    let key = dir.path().join("key.pem");
+    let generated = toolcell_run(&["keygen", "-o", path_str(&key)]);
+    assert_eq!(generated.code, Some(0), "{generated}");
+    let public = generated.stdout.trim().to_string();
+    assert_eq!(public.len(), 44, "a base64 Ed25519 key{generated}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&key)
+            .expect("the key exists")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "the secret key is private");
+    }
+    let again = toolcell_run(&["keygen", "-o", path_str(&key)]);
+    assert!(again.usage_error().contains("never overwrites"), "{again}");
+
+    let unsigned = dir.path().join("unsigned").join("greeter.wasm");
+    fs::create_dir_all(unsigned.parent().expect("a parent")).expect("mkdir");
+    fs::copy(&wasm, &unsigned).expect("copy");
+    let signed = toolcell_run(&["sign", "--key", path_str(&key), path_str(&wasm)]);
+    assert_eq!(
+        signed.stdout,
+        format!("signed {} with key {public}\n", wasm.display()),
+        "{signed}"
+    );
+
+    let verified = toolcell_run(&["verify", "--key", &public, path_str(&wasm)]);
+    assert_eq!(verified.code, Some(0), "{verified}");
+    assert!(
+        verified.stdout.contains("signed by trusted key"),
+        "{verified}"
+    );
+    let other = temp_dir();
+    let other_key = other.path().join("other.pem");
+    let other_public = toolcell_run(&["keygen", "-o", path_str(&other_key)]).stdout;
+    let untrusted = toolcell_run(&["verify", "--key", other_public.trim(), path_str(&wasm)]);
+    assert_eq!(untrusted.code, Some(1), "{untrusted}");
+    assert!(untrusted.stdout.contains("not trusted"), "{untrusted}");
+    let not_signed = toolcell_run(&["verify", "--key", &public, path_str(&unsigned)]);
+    assert_eq!(not_signed.code, Some(1), "{not_signed}");
+    assert!(not_signed.stdout.contains("not signed"), "{not_signed}");
+    let no_keys = toolcell_run(&["verify", path_str(&wasm)]);
+    assert!(
+        no_keys.usage_error().contains("no trusted keys"),
+        "{no_keys}"
+    );
+
+    let config = dir.path().join("trust.toml");
+    write(
+        &config,
+        format!("[trust]\nkeys = [\"{public}\"]\nunsigned = \"refuse\"\n"),
+    );
+    let dist = wasm.parent().expect("dist");
+    let trusted = run(toolcell()
+        .args([
+            "call",
+            "--config",
+            path_str(&config),
+            "--plugins",
+            path_str(dist),
+        ])
+        .args(["greet", r#"{"name":"signed"}"#]));
+    trusted.assert_completed("Hello, signed!");
+    let refused = run(toolcell()
+        .args(["call", "--config", path_str(&config), "--plugins"])
+        .arg(unsigned.parent().expect("dir"))
+        .args(["greet", "{}"]));
+    assert_eq!(refused.code, Some(2), "{refused}");
+    refused.assert_stderr_line(&["greeter.wasm", "was refused", "not signed"]);
+}
+
+#[test]
+fn digest_pins_and_lock_files_refuse_changed_plugins() {
+    let (dir, wasm) = packed_plugin("greeter", GREETER);
+    let dist = wasm.parent().expect("dist");
+    let digest = toolcell::cache::sha256_hex(&fs::read(&wasm).expect("read"));
+    let pinned = run(toolcell()
+        .args([
+            "call",
+            "--plugins",
+            path_str(dist),
+            "--require-sha256",
+            &digest,
+        ])
+        .args(["greet", r#"{"name":"pinned"}"#]));
+    pinned.assert_completed("Hello, pinned!");
+    let wrong = run(toolcell()
+        .args([
+            "call",
+            "--plugins",
+            path_str(dist),
+            "--require-sha256",
+            &"ab".repeat(32),
+        ])
+        .args(["greet", "{}"]));
+    assert_eq!(wrong.code, Some(2), "{wrong}");
+    wrong.assert_stderr_line(&["greeter.wasm", "was refused", &digest]);
+    let malformed = run(toolcell().args([
+        "call",
+        "--plugins",
+        path_str(dist),
+        "--require-sha256",
+        "abc",
+        "greet",
+    ]));
+    assert!(
+        malformed.usage_error().contains("--require-sha256"),
+        "{malformed}"
+    );
+
+    // A lock file as sha256sum writes it; then the artifact changes.
+    let lock = dir.path().join("toolcell.lock");
+    write(&lock, format!("{digest}  dist/greeter.wasm\n"));
+    let locked = run(toolcell()
+        .args([
+            "call",
+            "--plugins",
+            path_str(dist),
+            "--lock",
+            path_str(&lock),
+        ])
+        .args(["greet", r#"{"name":"locked"}"#]));
+    locked.assert_completed("Hello, locked!");
+    let (_other, replacement) = packed_plugin("greeter", &GREETER.replace("Hello", "Hi"));
+    fs::copy(&replacement, &wasm).expect("replace the artifact");
+    let changed = run(toolcell()
+        .args([
+            "call",
+            "--plugins",
+            path_str(dist),
+            "--lock",
+            path_str(&lock),
+        ])
+        .args(["greet", "{}"]));
+    assert_eq!(changed.code, Some(2), "{changed}");
+    changed.assert_stderr_line(&["greeter.wasm", "was refused", "pins"]);
+}
+
+#[test]
+fn the_files_flag_caps_file_access_for_every_plugin() {
+    let plugins = plugin_dir(&[("greeter.lua", GREETER)]);
+    let root = temp_dir();
+    let output = run(toolcell()
+        .args([
+            "call",
+            "--files",
+            "read-only",
+            "--plugins",
+            path_str(plugins.path()),
+        ])
+        .arg("--root")
+        .arg(root.path())
+        .arg("scribble"));
+    let message = output.failure();
+    assert!(message.contains("cannot write scribble.txt"), "{output}");
+    assert!(message.contains("--files read-write"), "{output}");
+    assert!(!root.path().join("scribble.txt").exists());
+    let bad = toolcell_run(&["call", "--files", "all", "greet"]);
+    assert_eq!(bad.code, Some(2), "{bad}");
+}
