@@ -117,12 +117,13 @@ impl Example {
         server.reset_max_in_flight();
         let args = serde_json::json!({
             "a": server.url("/slow?ms=400"),
-            "b": server.url("/hello"),
+            "b": server.url("/slow?ms=401"),
         });
         assert_eq!(
             output(&runtime, &self.tool("fetch_both"), &args.to_string()).await,
-            "200 slow 400; 200 hello"
+            "200 slow 400; 200 slow 401"
         );
+        // Both requests were at the server at once: neither waited for the other.
         assert_eq!(server.stats().max_in_flight, 2);
 
         // Files inside the root; nothing outside it.

@@ -117,12 +117,11 @@ async fn spawned_tasks_fetch_at_the_same_time_and_are_joined() {
     })
     .to_string();
     server.reset_max_in_flight();
-    let started = Instant::now();
     assert_eq!(
         output(&runtime, "rs_fetch_both", &args).await,
         "200 slow 400; 200 slow 400"
     );
-    assert!(started.elapsed() < NOT_SERIAL, "{:?}", started.elapsed());
+    // Both requests were at the server at once: neither waited for the other.
     assert_eq!(server.stats().max_in_flight, 2);
 }
 
