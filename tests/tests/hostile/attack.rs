@@ -221,6 +221,12 @@ impl Attack {
         self
     }
 
+    /// Runs under these limits instead of the defaults.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Starts the test HTTP server.
     pub fn server(mut self) -> Self {
         self.net.server = true;
@@ -311,6 +317,12 @@ impl Attack {
             tool,
             args: args.to_string(),
         })
+    }
+
+    /// The `index`-th background call fails with exactly `message`.
+    pub fn settles_failing(self, index: usize, message: &str) -> Self {
+        let expect = Expect::Fails(message.to_string());
+        self.step(Step::Settle { index, expect })
     }
 
     /// The `index`-th background call completes with exactly `output`.

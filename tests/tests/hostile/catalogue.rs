@@ -5,11 +5,28 @@
 //! beside it that must stay untouched.
 
 use toolcell::config::HttpSection;
+use toolcell::limits::Limits;
 
 use super::attack::{Attack, Category::*, Setup, attack};
 
 /// The Lua memory limit's failure, as every memory attack ends.
 const OUT_OF_MEMORY: &str = "out of memory: the plugin reached its memory limit of 8 MiB";
+
+/// How a crash reads for the call that caused it.
+fn crashed(plugin: &str, reason: &str) -> String {
+    format!(
+        "plugin '{plugin}' crashed: {reason}; it was restarted in a fresh sandbox (its state was lost)"
+    )
+}
+
+/// How a crash reads for the other calls it took down.
+fn crashed_elsewhere(plugin: &str, reason: &str) -> String {
+    format!(
+        "plugin '{plugin}' crashed during another call: {reason}; it was restarted in a fresh sandbox (its state was lost)"
+    )
+}
+
+const PAST_DEADLINE: &str = "it kept running past its deadline without returning control";
 
 fn path(path: &str) -> String {
     serde_json::json!({ "path": path }).to_string()
@@ -42,6 +59,13 @@ fn cpu() -> Vec<Attack> {
         )
         .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
         .completes("goto_calls", "{}", "1"),
+        attack(
+            Cpu,
+            "gsub_flood",
+            "huge string.rep + gsub in a loop: C work the hook cannot see",
+        )
+        .fails("flood", "{}", &crashed("gsub_flood", PAST_DEADLINE))
+        .completes("flood_alive", "{}", "alive"),
         attack(
             Cpu,
             "lua_recursion",
@@ -77,6 +101,24 @@ fn cpu() -> Vec<Attack> {
         )
         .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
         .completes("sort_alive", "{}", "alive"),
+        attack(
+            Cpu,
+            "fuel_burn",
+            "pure computation behind pcall, under a small fuel budget",
+        )
+        .limits(Limits {
+            fuel: 300_000_000,
+            ..Limits::default()
+        })
+        .fails(
+            "burn",
+            "{}",
+            &crashed(
+                "fuel_burn",
+                "it ran out of fuel (its budget is 300000000 per call)",
+            ),
+        )
+        .completes("burn_alive", "{}", "alive"),
     ]
 }
 
@@ -583,13 +625,44 @@ fn json() -> Vec<Attack> {
 
 fn wasm() -> Vec<Attack> {
     let trap = "it aborted (a trap in the plugin's own code)";
+    let mut trap_in_call = attack(
+        Wasm,
+        "trap_in_call",
+        "a component trapping in a call, again and again",
+    )
+    .core()
+    .background("nap", "{}")
+    .fails("boom", "{}", &crashed("trap_in_call", trap))
+    .settles_failing(0, &crashed_elsewhere("trap_in_call", trap))
+    .completes("ok", "{}", "ok");
+    for _ in 0..3 {
+        trap_in_call = trap_in_call.fails("boom", "{}", &crashed("trap_in_call", trap));
+    }
     vec![
+        trap_in_call
+            .fails(
+                "boom",
+                "{}",
+                &format!("plugin 'trap_in_call' crashed: {trap}; it is now disabled: it crashed 5 times within 60 s"),
+            )
+            .fails(
+                "ok",
+                "{}",
+                &format!("plugin 'trap_in_call' is disabled: it crashed 5 times within 60 s (last: {trap})"),
+            ),
         attack(Wasm, "grow_in_load", "a component growing memory without end at load")
             .core()
             .load_fails("plugin grow_in_load.wasm failed to load: the sandbox trapped: it exceeded its memory cap of 32 MiB"),
+        attack(Wasm, "grow_in_call", "a component growing memory until refused, then trapping")
+            .core()
+            .fails("grow", "{}", &crashed("grow_in_call", "it exceeded its memory cap of 32 MiB"))
+            .completes("fine", "{}", "fine"),
         attack(Wasm, "trap_in_start_fn", "a core start function that traps at instantiation")
             .core()
             .load_fails(&format!("plugin trap_in_start_fn.wasm failed to load: the sandbox trapped: {trap}")),
+        attack(Wasm, "stack_exhaustion", "unbounded recursion in wasm")
+            .core()
+            .fails("dive", "{}", &crashed("stack_exhaustion", "its wasm stack overflowed")),
         attack(Wasm, "pending_forever", "a call left pending with nothing to wake it")
             .core()
             .fails("wait", "{}", "tool 'wait' timed out after 200 ms"),
