@@ -52,73 +52,43 @@ pub fn attacks() -> Vec<Attack> {
 
 fn cpu() -> Vec<Attack> {
     vec![
-        attack(
-            Cpu,
-            "goto_loop",
-            "a loop of goto alone, no calls, in a call",
-        )
-        .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
-        .completes("goto_calls", "{}", "1"),
-        attack(
-            Cpu,
-            "gsub_flood",
-            "huge string.rep + gsub in a loop: C work the hook cannot see",
-        )
-        .fails("flood", "{}", &crashed("gsub_flood", PAST_DEADLINE))
-        .completes("flood_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "lua_recursion",
-            "unbounded Lua recursion, caught and uncaught",
-        )
-        // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
-        // stops the recursion first.
-        .completes("recurse_caught", "{}", "false | not enough memory")
-        .fails("recurse", "{}", OUT_OF_MEMORY)
-        .completes("recurse_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "c_recursion",
-            "recursion through C: gsub callbacks, an __index loop",
-        )
-        // Raised inside C (gsub), where Lua has no line to add.
-        .completes("through_gsub", "{}", "false | C stack overflow")
-        .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
-        attack(
-            Cpu,
-            "task_spinners",
-            "a coroutine bomb: 1000 tasks that each spin forever",
-        )
-        .fails("spinners", "{}", "tool 'spinners' timed out after 300 ms")
-        .completes("spinners_alive", "{}", "alive"),
+        attack(Cpu, "goto_loop", "a loop of goto alone, no calls, in a call")
+            .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
+            .completes("goto_calls", "{}", "1"),
+        attack(Cpu, "load_backtrack", "catastrophic pattern backtracking in C at load time")
+            .load_fails(
+                "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",
+            ),
+        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work the hook cannot see")
+            .fails("flood", "{}", &crashed("gsub_flood", PAST_DEADLINE))
+            .completes("flood_alive", "{}", "alive"),
+        attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
+            // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
+            // stops the recursion first.
+            .completes("recurse_caught", "{}", "false | not enough memory")
+            .fails("recurse", "{}", OUT_OF_MEMORY)
+            .completes("recurse_alive", "{}", "alive"),
+        attack(Cpu, "c_recursion", "recursion through C: gsub callbacks, an __index loop")
+            // Raised inside C (gsub), where Lua has no line to add.
+            .completes("through_gsub", "{}", "false | C stack overflow")
+            .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
+        attack(Cpu, "task_spinners", "a coroutine bomb: 1000 tasks that each spin forever")
+            .fails("spinners", "{}", "tool 'spinners' timed out after 300 ms")
+            .completes("spinners_alive", "{}", "alive"),
         attack(Cpu, "endless_task", "a task that never ends, waited for")
             .fails("endless", "{}", "tool 'endless' timed out after 300 ms")
             .completes("endless_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "sort_comparator",
-            "Lua spinning inside a C function (a sort comparator)",
-        )
-        .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
-        .completes("sort_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "fuel_burn",
-            "pure computation behind pcall, under a small fuel budget",
-        )
-        .limits(Limits {
-            fuel: 300_000_000,
-            ..Limits::default()
-        })
-        .fails(
-            "burn",
-            "{}",
-            &crashed(
-                "fuel_burn",
-                "it ran out of fuel (its budget is 300000000 per call)",
-            ),
-        )
-        .completes("burn_alive", "{}", "alive"),
+        attack(Cpu, "sort_comparator", "Lua spinning inside a C function (a sort comparator)")
+            .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
+            .completes("sort_alive", "{}", "alive"),
+        attack(Cpu, "fuel_burn", "pure computation behind pcall, under a small fuel budget")
+            .limits(Limits { fuel: 300_000_000, ..Limits::default() })
+            .fails(
+                "burn",
+                "{}",
+                &crashed("fuel_burn", "it ran out of fuel (its budget is 300000000 per call)"),
+            )
+            .completes("burn_alive", "{}", "alive"),
     ]
 }
 
@@ -650,6 +620,9 @@ fn wasm() -> Vec<Attack> {
                 "{}",
                 &format!("plugin 'trap_in_call' is disabled: it crashed 5 times within 60 s (last: {trap})"),
             ),
+        attack(Wasm, "loop_in_load", "a component whose load is a bare wasm loop")
+            .core()
+            .load_fails("plugin loop_in_load.wasm failed to load: its load-time code ran past the 500 ms deadline"),
         attack(Wasm, "grow_in_load", "a component growing memory without end at load")
             .core()
             .load_fails("plugin grow_in_load.wasm failed to load: the sandbox trapped: it exceeded its memory cap of 32 MiB"),
