@@ -29,7 +29,7 @@ use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::files::FileRoot;
 use crate::http::HostGrant;
-use crate::limits::Limits;
+use crate::limits::{Limits, bounded_message};
 use crate::sandbox::{
     self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, PluginSettings,
     SharedServices, StoreState,
@@ -421,7 +421,7 @@ impl Runtime {
                 self.diagnose(
                     path,
                     DiagnosticKind::LoadFailed,
-                    format!("plugin {file} failed to load: {message}"),
+                    format!("plugin {file} failed to load: {}", bounded_message(message)),
                 );
                 return;
             }

@@ -17,6 +17,7 @@ use super::PluginContext;
 use super::instance::{Crash, Instance, LoadFailure, PluginPre};
 use super::ops::{CallId, OpEvent};
 use crate::bindings::{CallState, ToolSpec};
+use crate::limits::bounded_message;
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,7 +239,7 @@ impl Actor {
                 return;
             }
             Ok(CallState::Completed(output)) => CallOutcome::Completed(output),
-            Ok(CallState::Failed(message)) => CallOutcome::Failed(message),
+            Ok(CallState::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
             Ok(CallState::TimedOut) => CallOutcome::Failed(timeout_message(&host_call)),
             Err(crash) => {
                 self.crashed(crash, Some(host_call)).await;

@@ -5,7 +5,7 @@
 //! beside it that must stay untouched.
 
 use toolcell::config::HttpSection;
-use toolcell::limits::Limits;
+use toolcell::limits::{Limits, MIB};
 
 use super::attack::{Attack, Category::*, Setup, attack};
 
@@ -477,7 +477,16 @@ fn network() -> Vec<Attack> {
 }
 
 fn protocol() -> Vec<Attack> {
+    let cut = |byte: &str, total: usize| {
+        format!(
+            "{}… [cut: the message was {total} bytes; at most 64 KiB is kept]",
+            byte.repeat(64 * 1024)
+        )
+    };
     vec![
+        attack(Protocol, "huge_failure", "failure messages of several megabytes")
+            .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
+            .fails("error_huge", "{}", &cut("y", MIB as usize)),
         attack(Protocol, "complete_twice_across_yield", "completing, waiting, completing again")
             .fails(
                 "twice_later",
