@@ -10,7 +10,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -433,7 +433,27 @@ impl Runtime {
                 format!("plugin {file} registered no tools"),
             );
         }
+        let mut own: HashSet<String> = HashSet::new();
         for spec in specs {
+            // A component other than the Lua guest hands over whatever it likes: every
+            // spec is checked here, whatever produced it.
+            if !schema::is_valid_tool_name(&spec.name) {
+                let message = format!(
+                    "tool '{}' of plugin {file} has an invalid name (use 1 to {} letters, digits, '_' or '-')",
+                    spec.name.escape_debug(),
+                    schema::MAX_TOOL_NAME
+                );
+                self.diagnose(path, DiagnosticKind::ToolRejected, message);
+                continue;
+            }
+            if !own.insert(spec.name.clone()) {
+                let message = format!(
+                    "plugin {file} registers tool '{}' twice; the first one stays",
+                    spec.name
+                );
+                self.diagnose(path, DiagnosticKind::ToolCollision, message);
+                continue;
+            }
             if let Some(&existing) = self.by_name.get(&spec.name) {
                 let (_, first) = &self.handles[existing];
                 let message = format!(
@@ -453,7 +473,15 @@ impl Runtime {
                 .map(serde_json::from_str::<serde_json::Value>)
             {
                 None => None,
-                Some(Ok(schema)) => Some(schema::repair(schema)),
+                Some(Ok(schema @ serde_json::Value::Object(_))) => Some(schema::repair(schema)),
+                Some(Ok(_)) => {
+                    let message = format!(
+                        "tool '{}' of plugin {file} has a schema that is not a JSON object",
+                        spec.name
+                    );
+                    self.diagnose(path, DiagnosticKind::ToolRejected, message);
+                    continue;
+                }
                 Some(Err(error)) => {
                     let message = format!(
                         "tool '{}' of plugin {file} has an unreadable schema: {error}",

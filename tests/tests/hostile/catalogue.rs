@@ -658,6 +658,16 @@ fn wasm() -> Vec<Attack> {
             .fails_starting_with("out_of_bounds", "{}", "plugin 'bad_results' crashed: ")
             .fails_starting_with("bad_case", "{}", "plugin 'bad_results' crashed: ")
             .completes("fine", "{}", "fine"),
+        attack(Wasm, "bad_specs", "tool specs with bad names, duplicates and bad schemas")
+            .core()
+            .diagnostic("tool '' of plugin bad_specs.wasm has an invalid name (use 1 to 64 letters, digits, '_' or '-')")
+            .diagnostic("tool 'has space' of plugin bad_specs.wasm has an invalid name (use 1 to 64 letters, digits, '_' or '-')")
+            .diagnostic(&format!("tool '{}' of plugin bad_specs.wasm has an invalid name (use 1 to 64 letters, digits, '_' or '-')", "a".repeat(70)))
+            .diagnostic("plugin bad_specs.wasm registers tool 'dup' twice; the first one stays")
+            .diagnostic("tool 'schema_text' of plugin bad_specs.wasm has an unreadable schema: EOF while parsing an object at line 1 column 1")
+            .diagnostic("tool 'schema_list' of plugin bad_specs.wasm has a schema that is not a JSON object")
+            .tool_count(3)
+            .completes("good", "{}", "good"),
         attack(Wasm, "unknown_import", "a component importing an interface the host lacks")
             .wat()
             .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.1.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
