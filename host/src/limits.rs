@@ -96,6 +96,10 @@ pub fn bounded_message(message: String) -> String {
     )
 }
 
+/// The most tools one plugin may register: more would flood the model's tool list,
+/// and no honest plugin comes near it.
+pub const MAX_TOOLS_PER_PLUGIN: usize = 1000;
+
 #[cfg(test)]
 mod tests {
     use super::{MAX_MESSAGE_BYTES, bounded_message};

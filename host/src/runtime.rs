@@ -29,7 +29,7 @@ use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::files::FileRoot;
 use crate::http::HostGrant;
-use crate::limits::{Limits, bounded_message};
+use crate::limits::{Limits, MAX_TOOLS_PER_PLUGIN, bounded_message};
 use crate::sandbox::{
     self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, PluginSettings,
     SharedServices, StoreState,
@@ -426,6 +426,17 @@ impl Runtime {
                 return;
             }
         };
+        if specs.len() > MAX_TOOLS_PER_PLUGIN {
+            self.diagnose(
+                path,
+                DiagnosticKind::LoadFailed,
+                format!(
+                    "plugin {file} failed to load: it registered {} tools; a plugin may register at most {MAX_TOOLS_PER_PLUGIN}",
+                    specs.len()
+                ),
+            );
+            return;
+        }
         if specs.is_empty() {
             self.diagnose(
                 path,

@@ -527,6 +527,10 @@ fn protocol() -> Vec<Attack> {
                 "register_after_load.lua:5: clm.tool_register('smuggled'): tools can only be registered at load time",
             )
             .tool_count(2),
+        attack(Protocol, "register_100k", "registering 100000 tools at load time")
+            .load_fails(
+                "plugin register_100k.lua failed to load: register_100k.lua:4: clm.tool_register: a plugin may register at most 1000 tools",
+            ),
         attack(Protocol, "name_collision", "registering another plugin's tool name")
             .diagnostic(
                 "tool 'canary' of plugin name_collision.lua is already registered by plugin aaa_canary.lua; the first one stays",
@@ -668,6 +672,9 @@ fn wasm() -> Vec<Attack> {
             .diagnostic("tool 'schema_list' of plugin bad_specs.wasm has a schema that is not a JSON object")
             .tool_count(3)
             .completes("good", "{}", "good"),
+        attack(Wasm, "many_specs", "100000 tool specs in one load result")
+            .core()
+            .load_fails("plugin many_specs.wasm failed to load: it registered 100000 tools; a plugin may register at most 1000"),
         attack(Wasm, "unknown_import", "a component importing an interface the host lacks")
             .wat()
             .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.1.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
