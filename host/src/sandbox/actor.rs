@@ -256,7 +256,7 @@ impl Actor {
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
-        if !instance.ops().complete(event.op) {
+        if !instance.ops().complete(event.op, event.call) {
             return;
         }
         let Some(mut host_call) = self.calls.remove(&event.call) else {
