@@ -464,6 +464,14 @@ fn network() -> Vec<Attack> {
                 "8 ok, 192 refused: too many HTTP requests in flight: a plugin may have at most 8 at once",
             )
             .server_requests(8),
+        attack(Network, "per_call_flood", "17 waves of 8 concurrent requests in one call")
+            .granted_server()
+            .completes(
+                "waves",
+                &url("{server}/hello"),
+                "128 ok, then: too many HTTP requests: a tool call may make at most 128",
+            )
+            .server_requests(128),
         attack(Network, "cross_call_flood", "8 requests held by one call, a ninth from another")
             .granted_server()
             .background("hold_eight", &url("{server}/slow?ms=1500"))
