@@ -26,7 +26,15 @@ type Tally = BTreeMap<Category, (usize, usize, usize)>;
 fn main() {
     let arguments = Arguments::from_args();
     let tally: Arc<Mutex<Tally>> = Arc::default();
-    let trials = catalogue::attacks()
+    let attacks = catalogue::attacks();
+    let mut counts: BTreeMap<Category, usize> = BTreeMap::new();
+    for attack in &attacks {
+        *counts.entry(attack.category).or_default() += 1;
+    }
+    let readme = Trial::test("readme::figures_match_the_catalogue", move || {
+        readme_matches(&counts).map_err(Into::into)
+    });
+    let trials = attacks
         .into_iter()
         .map(|attack| {
             let tally = tally.clone();
@@ -48,10 +56,30 @@ fn main() {
                 }
             })
         })
+        .chain([readme])
         .collect();
     let conclusion = libtest_mimic::run(&arguments, trials);
     print_figures(&tally.lock().expect("tally"));
     conclusion.exit();
+}
+
+/// Checks that the README's Security section publishes the catalogue's figures: a row
+/// `| CATEGORY | N | N |` per category and the summary line.
+fn readme_matches(counts: &BTreeMap<Category, usize>) -> Result<(), String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(path).map_err(|error| format!("{path}: {error}"))?;
+    for (category, count) in counts {
+        let row = format!("| {} | {count} | {count} |", category.title());
+        if !readme.lines().any(|line| line.starts_with(&row)) {
+            return Err(format!("README.md has no row starting {row:?}"));
+        }
+    }
+    let total: usize = counts.values().sum();
+    let summary = format!("{total} attacks tried, {total} contained, 0 host crashes, 0 escapes");
+    if !readme.contains(&summary) {
+        return Err(format!("README.md does not say {summary:?}"));
+    }
+    Ok(())
 }
 
 /// The table of the README's Security section, for the attacks that ran.
