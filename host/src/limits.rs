@@ -72,3 +72,53 @@ pub fn format_bytes(bytes: u64) -> String {
         format!("{bytes} bytes")
     }
 }
+
+/// The most of a failure message a plugin may hand the model (and the user): a
+/// failure explains, it does not carry data, and a multi-megabyte one would flood the
+/// model's context.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// `message`, cut to [`MAX_MESSAGE_BYTES`] (at a character boundary) with a note
+/// saying how long it was, when it is longer.
+pub fn bounded_message(message: String) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… [cut: the message was {} bytes; at most {} is kept]",
+        &message[..end],
+        message.len(),
+        format_bytes(MAX_MESSAGE_BYTES as u64)
+    )
+}
+
+/// The most tools one plugin may register: more would flood the model's tool list,
+/// and no honest plugin comes near it.
+pub const MAX_TOOLS_PER_PLUGIN: usize = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_MESSAGE_BYTES, bounded_message};
+
+    #[test]
+    fn short_messages_pass_and_long_ones_are_cut_at_a_character_boundary() {
+        assert_eq!(bounded_message("short".to_string()), "short");
+        let exact = "x".repeat(MAX_MESSAGE_BYTES);
+        assert_eq!(bounded_message(exact.clone()), exact);
+        // 'é' is two bytes: a cut at the limit would split one, so it moves back.
+        let long = format!("a{}", "é".repeat(MAX_MESSAGE_BYTES));
+        let cut = bounded_message(long.clone());
+        let kept = format!("a{}", "é".repeat((MAX_MESSAGE_BYTES - 2) / 2));
+        assert_eq!(
+            cut,
+            format!(
+                "{kept}… [cut: the message was {} bytes; at most 64 KiB is kept]",
+                long.len()
+            )
+        );
+    }
+}

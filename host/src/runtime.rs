@@ -10,7 +10,7 @@
 //! # }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -31,7 +31,7 @@ use crate::files::{FileAccess, FileRoot};
 use crate::grants::{self, Allowed};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
-use crate::limits::Limits;
+use crate::limits::{Limits, MAX_TOOLS_PER_PLUGIN, bounded_message};
 use crate::manifest::Manifest;
 use crate::sandbox::{
     self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
@@ -668,11 +668,23 @@ impl Runtime {
                     path,
                     kind,
                     Severity::Error,
-                    format!("plugin {file} {verb}: {message}"),
+                    format!("plugin {file} {verb}: {}", bounded_message(message)),
                 );
                 return;
             }
         };
+        if specs.len() > MAX_TOOLS_PER_PLUGIN {
+            self.diagnose(
+                path,
+                DiagnosticKind::LoadFailed,
+                Severity::Error,
+                format!(
+                    "plugin {file} failed to load: it registered {} tools; a plugin may register at most {MAX_TOOLS_PER_PLUGIN}",
+                    specs.len()
+                ),
+            );
+            return;
+        }
         if let Some(first) = self
             .plugins
             .iter()
@@ -698,7 +710,32 @@ impl Runtime {
                 format!("plugin {file} registered no tools"),
             );
         }
+        let mut own: HashSet<String> = HashSet::new();
         for spec in specs {
+            // A component other than the Lua guest hands over whatever it likes: every
+            // spec is checked here, whatever produced it.
+            if !schema::is_valid_tool_name(&spec.name) {
+                let message = format!(
+                    "tool '{}' of plugin {file} has an invalid name (use 1 to {} letters, digits, '_' or '-')",
+                    spec.name.escape_debug(),
+                    schema::MAX_TOOL_NAME
+                );
+                self.diagnose(path, DiagnosticKind::ToolRejected, Severity::Error, message);
+                continue;
+            }
+            if !own.insert(spec.name.clone()) {
+                let message = format!(
+                    "plugin {file} registers tool '{}' twice; the first one stays",
+                    spec.name
+                );
+                self.diagnose(
+                    path,
+                    DiagnosticKind::ToolCollision,
+                    Severity::Error,
+                    message,
+                );
+                continue;
+            }
             if let Some(&existing) = self.by_name.get(&spec.name) {
                 let (_, first) = &self.handles[existing];
                 let message = format!(
@@ -720,7 +757,15 @@ impl Runtime {
                 .map(serde_json::from_str::<serde_json::Value>)
             {
                 None => None,
-                Some(Ok(schema)) => Some(schema::repair(schema)),
+                Some(Ok(schema @ serde_json::Value::Object(_))) => Some(schema::repair(schema)),
+                Some(Ok(_)) => {
+                    let message = format!(
+                        "tool '{}' of plugin {file} has a schema that is not a JSON object",
+                        spec.name
+                    );
+                    self.diagnose(path, DiagnosticKind::ToolRejected, Severity::Error, message);
+                    continue;
+                }
                 Some(Err(error)) => {
                     let message = format!(
                         "tool '{}' of plugin {file} has an unreadable schema: {error}",

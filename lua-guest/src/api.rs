@@ -20,6 +20,9 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// every model provider's tool schema.
 const MAX_TOOL_NAME: usize = 64;
 
+/// The most tools one plugin may register (the host enforces the same bound).
+const MAX_TOOLS: usize = 1000;
+
 /// The tools a plugin registered, in registration order.
 #[derive(Default)]
 pub struct Registry {
@@ -241,6 +244,12 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
         return Err(api_error(
             lua,
             format!("clm.tool_register('{name}'): tools can only be registered at load time"),
+        ));
+    }
+    if registry.specs.len() >= MAX_TOOLS {
+        return Err(api_error(
+            lua,
+            format!("clm.tool_register: a plugin may register at most {MAX_TOOLS} tools"),
         ));
     }
     if registry.specs.iter().any(|spec| spec.name == name) {

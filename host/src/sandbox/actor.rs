@@ -17,6 +17,7 @@ use super::PluginContext;
 use super::instance::{Crash, Instance, LoadFailure, PluginPre};
 use super::ops::{CallId, OpEvent};
 use crate::bindings::{CallState, ToolSpec};
+use crate::limits::bounded_message;
 
 /// How a call ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,7 +197,8 @@ impl Actor {
         if self.instance.is_none()
             && let Err(failure) = self.restart().await
         {
-            let _ = reply.send(CallOutcome::Failed(failure));
+            let name = &self.context.name;
+            let _ = reply.send(CallOutcome::Failed(format!("plugin '{name}' {failure}")));
             return;
         }
         let Some(instance) = self.instance.as_mut() else {
@@ -222,10 +224,11 @@ impl Actor {
             timeout_hint,
             fuel,
         };
-        self.settle(call, host_call, state);
+        self.settle(call, host_call, state).await;
     }
 
-    /// Re-creates the instance after a crash. A failure counts as another crash.
+    /// Re-creates the instance after a crash. A failure counts as another crash; the
+    /// error says what became of the plugin ("it could not be restarted: ...").
     async fn restart(&mut self) -> Result<(), String> {
         match Instance::create(&self.context, &self.pre, self.events_tx.clone()).await {
             Ok((instance, _)) => {
@@ -233,10 +236,7 @@ impl Actor {
                 Ok(())
             }
             Err(failure) => {
-                let message = format!(
-                    "plugin '{}' could not be restarted: {failure}",
-                    self.context.name
-                );
+                let message = format!("it could not be restarted: {failure}");
                 self.note_crash(&message);
                 Err(message)
             }
@@ -244,17 +244,17 @@ impl Actor {
     }
 
     /// Acts on the state a step left the call in.
-    fn settle(&mut self, call: CallId, host_call: HostCall, state: Result<CallState, Crash>) {
+    async fn settle(&mut self, call: CallId, host_call: HostCall, state: Result<CallState, Crash>) {
         let outcome = match state {
             Ok(CallState::Pending) => {
                 self.calls.insert(call, host_call);
                 return;
             }
             Ok(CallState::Completed(output)) => CallOutcome::Completed(output),
-            Ok(CallState::Failed(message)) => CallOutcome::Failed(message),
+            Ok(CallState::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
             Ok(CallState::TimedOut) => CallOutcome::Failed(timeout_message(&host_call)),
             Err(crash) => {
-                self.crashed(crash, Some(host_call));
+                self.crashed(crash, Some(host_call)).await;
                 return;
             }
         };
@@ -268,7 +268,7 @@ impl Actor {
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
-        if !instance.ops().complete(event.op) {
+        if !instance.ops().complete(event.op, event.call) {
             return;
         }
         let Some(mut host_call) = self.calls.remove(&event.call) else {
@@ -283,7 +283,7 @@ impl Actor {
                 &mut host_call.fuel,
             )
             .await;
-        self.settle(event.call, host_call, state);
+        self.settle(event.call, host_call, state).await;
     }
 
     /// Fails every call whose deadline has passed.
@@ -319,26 +319,43 @@ impl Actor {
                     .reply
                     .send(CallOutcome::Failed(message.to_string()));
             }
-            Err(crash) => self.crashed(crash, Some(host_call)),
+            Err(crash) => self.crashed(crash, Some(host_call)).await,
         }
     }
 
-    /// Discards the trapped instance and fails every call it had in flight.
-    fn crashed(&mut self, crash: Crash, running: Option<HostCall>) {
-        let name = &self.context.name;
-        let message = format!(
-            "plugin '{name}' crashed: {} (its sandbox was discarded; the next call starts a fresh one)",
-            crash.0
-        );
-        tracing::warn!("{message}");
+    /// Discards the trapped instance, restarts the plugin in a fresh one (unless it
+    /// crashed too often), and fails every call the old one had in flight with a
+    /// message saying what happened to the plugin and why.
+    async fn crashed(&mut self, crash: Crash, running: Option<HostCall>) {
+        let name = self.context.name.clone();
+        tracing::warn!("plugin '{name}' crashed: {}", crash.0);
         if let Some(mut instance) = self.instance.take() {
             instance.ops().abort_all();
         }
-        let waiting = self.calls.drain().map(|(_, call)| call);
-        for call in running.into_iter().chain(waiting) {
-            let _ = call.reply.send(CallOutcome::Failed(message.clone()));
-        }
+        let waiting: Vec<HostCall> = self.calls.drain().map(|(_, call)| call).collect();
         self.note_crash(&crash.0);
+        let fate = match &self.disabled {
+            Some(_) => format!(
+                "it is now disabled: it crashed {} times within {} s",
+                self.crashes.len(),
+                self.context.limits.crash_window.as_secs()
+            ),
+            None => match self.restart().await {
+                Ok(()) => "it was restarted in a fresh sandbox (its state was lost)".to_string(),
+                Err(failure) => failure,
+            },
+        };
+        if let Some(call) = running {
+            let message = format!("plugin '{name}' crashed: {}; {fate}", crash.0);
+            let _ = call.reply.send(CallOutcome::Failed(message));
+        }
+        for call in waiting {
+            let message = format!(
+                "plugin '{name}' crashed during another call: {}; {fate}",
+                crash.0
+            );
+            let _ = call.reply.send(CallOutcome::Failed(message));
+        }
     }
 
     /// Counts a crash; too many within the window disable the plugin.

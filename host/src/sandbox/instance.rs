@@ -127,6 +127,15 @@ impl Instance {
             .call_load(&mut store, &request)
             .await;
         match result {
+            // Load-time code that never returned control (C-level work, a bare wasm
+            // loop) ran past the load deadline like any other: say so, unless the
+            // memory cap is what stopped it.
+            Err(error)
+                if error.downcast_ref::<HardDeadline>().is_some()
+                    && store.data().cap.refusals() == 0 =>
+            {
+                Err(LoadFailure::TimedOut(limits.load_timeout))
+            }
             Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error, 0).0)),
             Ok(Err(LoadError::TimedOut)) => Err(LoadFailure::TimedOut(limits.load_timeout)),
             Ok(Err(LoadError::Failed(message))) => Err(LoadFailure::Failed(message)),

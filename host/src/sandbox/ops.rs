@@ -95,9 +95,19 @@ impl Operations {
         }
     }
 
-    /// Takes `op` off the table when its outcome arrives. False when nobody waits for it
-    /// any more (cancelled, or its call ended), in which case the outcome is dropped.
-    pub fn complete(&mut self, op: OpId) -> bool {
+    /// Takes `op` of `call` off the table when its outcome arrives. False when nobody
+    /// waits for it any more (cancelled, or its call ended), in which case the outcome is
+    /// dropped. Op ids start afresh in every instance, so an outcome that was already
+    /// on its way when an instance crashed can name an op of the new instance: the call
+    /// (unique for the life of the runtime) tells them apart.
+    pub fn complete(&mut self, op: OpId, call: CallId) -> bool {
+        if self
+            .pending
+            .get(&op)
+            .is_none_or(|pending| pending.call != call)
+        {
+            return false;
+        }
         match self.pending.remove(&op) {
             Some(pending) => {
                 self.release(op, &pending);
@@ -187,5 +197,27 @@ impl Drop for Operations {
         for pending in self.pending.values() {
             pending.abort.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tokio::sync::mpsc;
+
+    use super::Operations;
+    use crate::bindings::OpOutcome;
+
+    #[tokio::test]
+    async fn an_outcome_for_another_call_does_not_complete_an_op_with_the_same_id() {
+        let (events, _receiver) = mpsc::unbounded_channel();
+        let mut ops = Operations::new(Arc::new(events), 16);
+        ops.begin_call(7);
+        let op = ops.spawn(7, false, std::future::pending::<OpOutcome>());
+        // A late outcome of a crashed instance's op 1, which belonged to call 3.
+        assert!(!ops.complete(op, 3));
+        assert!(ops.complete(op, 7));
+        assert!(!ops.complete(op, 7), "an op completes once");
     }
 }

@@ -1,0 +1,448 @@
+//! Runs one attack in an arena of its own and checks everything the issue asks of it.
+//!
+//! An arena is one temporary directory holding `plugins/` (the hostile plugin and the
+//! canary), `root/` (the only tree plugins may touch) and `outside/` (a secret that
+//! must stay as it is). After the attack's own steps, every attack also checks that
+//! the host still serves calls, that the canary tool of another plugin still answers
+//! correctly, and that nothing in the arena outside `root/` changed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tempfile::TempDir;
+use toolcell::http::HostGrant;
+use toolcell::{Call, CallOutcome, DiagnosticKind, Runtime};
+use toolcell_tests::http_server::TestServer;
+
+use super::attack::{Attack, Expect, Setup, Source, Step};
+
+/// Where the hostile plugins live.
+const HOSTILE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/hostile");
+
+/// The canary: another plugin, loaded first, whose one tool must keep answering.
+const CANARY_FILE: &str = "aaa_canary.lua";
+const CANARY: &str = r#"
+clm.tool_register("canary", { invoke = function(args, ctx)
+  ctx:complete("canary " .. args.nonce .. " " .. #args.nonce)
+end })
+"#;
+
+/// Bound on any one step: only catches hangs.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// A file tree as a comparable value: each path with its kind and content.
+type Snapshot = BTreeMap<PathBuf, String>;
+
+/// The directories of one attack.
+struct Arena {
+    dir: TempDir,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        let arena = Arena {
+            dir: TempDir::new().expect("arena"),
+        };
+        for sub in ["plugins", "root", "outside"] {
+            std::fs::create_dir(arena.dir.path().join(sub)).expect("arena folder");
+        }
+        std::fs::write(arena.outside().join("secret.txt"), "the secret").expect("secret");
+        std::fs::write(arena.plugins().join(CANARY_FILE), CANARY).expect("canary");
+        arena
+    }
+
+    fn plugins(&self) -> PathBuf {
+        self.dir.path().join("plugins")
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.dir.path().join("outside")
+    }
+
+    /// Everything in the arena except the root.
+    fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot::new();
+        record(self.dir.path(), &self.root(), &mut snapshot);
+        snapshot
+    }
+}
+
+fn record(dir: &Path, skip: &Path, snapshot: &mut Snapshot) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("readable")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path == skip {
+            continue;
+        }
+        let metadata = std::fs::symlink_metadata(&path).expect("metadata");
+        let value = if metadata.is_symlink() {
+            format!(
+                "link to {}",
+                std::fs::read_link(&path).expect("link").display()
+            )
+        } else if metadata.is_dir() {
+            record(&path, skip, snapshot);
+            "dir".to_string()
+        } else {
+            let content = std::fs::read(&path).expect("content");
+            format!(
+                "file of {} bytes: {}",
+                content.len(),
+                toolcell::cache::sha256_hex(&content)
+            )
+        };
+        snapshot.insert(path, value);
+    }
+}
+
+/// Replaces the placeholders an attack may use in arguments and messages.
+struct Placeholders {
+    pairs: Vec<(&'static str, String)>,
+}
+
+impl Placeholders {
+    fn fill(&self, text: &str) -> String {
+        self.pairs
+            .iter()
+            .fold(text.to_string(), |text, (key, value)| {
+                text.replace(key, value)
+            })
+    }
+}
+
+/// Why an attack's test failed.
+pub struct Failure {
+    /// Something outside the granted root changed: the plugin escaped.
+    pub escaped: bool,
+    /// What was expected and what happened.
+    pub message: String,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            escaped: false,
+            message,
+        }
+    }
+}
+
+/// Runs `attack` to the end; an `Err` says which expectation failed.
+pub fn run(attack: &Attack) -> Result<(), Failure> {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("tokio: {error}"))?;
+    tokio.block_on(run_async(attack))
+}
+
+async fn run_async(attack: &Attack) -> Result<(), Failure> {
+    let arena = Arena::new();
+    let server = if attack.net.server {
+        Some(TestServer::start().await)
+    } else {
+        None
+    };
+    let mut pairs = vec![
+        ("{outside}", arena.outside().display().to_string()),
+        (
+            "{root}",
+            arena
+                .root()
+                .canonicalize()
+                .expect("root")
+                .display()
+                .to_string(),
+        ),
+    ];
+    if let Some(server) = &server {
+        pairs.push(("{server}", server.url("")));
+        pairs.push(("{port}", server.port().to_string()));
+    }
+    let placeholders = Placeholders { pairs };
+    let file = install_plugin(attack, &arena.plugins())?;
+    for setup in &attack.setup {
+        prepare(setup, &arena.root(), &placeholders)?;
+    }
+    let before = arena.snapshot();
+
+    let mut builder = Runtime::builder()
+        .plugin_dir(arena.plugins())
+        .root(arena.root())
+        .debug_log(None)
+        .limits(attack.limits.clone())
+        .http_overrides(attack.net.overrides.clone());
+    if attack.net.grant_loopback {
+        builder = builder.allow_http("127.0.0.1".parse::<HostGrant>().expect("grant"));
+    }
+    let runtime = builder
+        .build()
+        .await
+        .map_err(|error| format!("build: {error}"))?;
+
+    let mut background: Vec<Call> = Vec::new();
+    for step in &attack.steps {
+        check_step(
+            step,
+            &runtime,
+            &file,
+            &placeholders,
+            server.as_ref(),
+            &mut background,
+        )
+        .await?;
+    }
+    // The host is alive and still serves calls: the canary of another plugin answers,
+    // with content it could only compute from this call's arguments.
+    let nonce = attack.name;
+    let canary = with_guard(runtime.call("canary", &format!("{{\"nonce\":\"{nonce}\"}}"))).await?;
+    let expected = format!("canary {nonce} {}", nonce.len());
+    if canary != CallOutcome::Completed(expected.clone()) {
+        return Err(format!("the canary answered {canary:?}, expected {expected:?}").into());
+    }
+    drop(background);
+    drop(runtime);
+    let after = arena.snapshot();
+    if before != after {
+        return Err(Failure {
+            escaped: true,
+            message: format!(
+                "something outside the granted root changed:\nbefore: {before:#?}\nafter: {after:#?}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Writes the attack's plugin into `plugins`; returns its file name.
+fn install_plugin(attack: &Attack, plugins: &Path) -> Result<String, String> {
+    let folder = Path::new(HOSTILE_DIR).join(attack.category.folder());
+    let (file, bytes) = match &attack.source {
+        Source::Lua => {
+            let file = format!("{}.lua", attack.name);
+            let bytes = std::fs::read(folder.join(&file)).map_err(|e| format!("{file}: {e}"))?;
+            (file, bytes)
+        }
+        Source::Wat | Source::Core => {
+            let file = match attack.source {
+                Source::Wat => format!("{}.wat", attack.name),
+                _ => format!("{}.core.wat", attack.name),
+            };
+            (format!("{}.wasm", attack.name), assemble(&folder, &file)?)
+        }
+        Source::Truncated { file, keep } => {
+            let mut bytes = assemble(&folder, file)?;
+            bytes.truncate(*keep);
+            (format!("{}.wasm", attack.name), bytes)
+        }
+        Source::RawFile(raw) => {
+            let bytes = std::fs::read(folder.join(raw)).map_err(|e| format!("{raw}: {e}"))?;
+            (format!("{}.wasm", attack.name), bytes)
+        }
+    };
+    std::fs::write(plugins.join(&file), bytes).map_err(|e| format!("{file}: {e}"))?;
+    Ok(file)
+}
+
+/// The component binary of `file`: a whole component (`.wat`), or a core module
+/// (`.core.wat`) put into `shell.wat` in place of its marker.
+fn assemble(folder: &Path, file: &str) -> Result<Vec<u8>, String> {
+    let read =
+        |name: &str| std::fs::read_to_string(folder.join(name)).map_err(|e| format!("{name}: {e}"));
+    let text = if file.ends_with(".core.wat") {
+        read("shell.wat")?.replace(";; @MAIN@", &read(file)?)
+    } else {
+        read(file)?
+    };
+    wat::parse_str(&text).map_err(|error| format!("{file}: {error}"))
+}
+
+fn prepare(setup: &Setup, root: &Path, placeholders: &Placeholders) -> Result<(), String> {
+    let result = match setup {
+        Setup::Symlink { link, target } => {
+            std::os::unix::fs::symlink(placeholders.fill(target), root.join(link))
+        }
+        Setup::Fifo(path) => rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join(path),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .map_err(std::io::Error::from),
+        Setup::ZeroDevice(path) => rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join(path),
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::Mode::from_raw_mode(0o666),
+            rustix::fs::makedev(1, 5),
+        )
+        .map_err(std::io::Error::from),
+        Setup::Dir(path) => std::fs::create_dir(root.join(path)),
+    };
+    result.map_err(|error| format!("setting up {setup:?}: {error}"))
+}
+
+async fn with_guard(call: Result<Call, toolcell::InvokeError>) -> Result<CallOutcome, String> {
+    let call = call.map_err(|error| format!("the call was refused: {error}"))?;
+    tokio::time::timeout(HANG_GUARD, call)
+        .await
+        .map_err(|_| format!("the call did not end within {HANG_GUARD:?}"))
+}
+
+async fn check_step(
+    step: &Step,
+    runtime: &Runtime,
+    file: &str,
+    placeholders: &Placeholders,
+    server: Option<&TestServer>,
+    background: &mut Vec<Call>,
+) -> Result<(), String> {
+    match step {
+        Step::LoadFails(expected) | Step::LoadFailsStartingWith(expected) => {
+            let expected = placeholders.fill(expected);
+            let found: Vec<&str> = runtime
+                .diagnostics()
+                .iter()
+                .filter(|d| d.kind == DiagnosticKind::LoadFailed)
+                .map(|d| d.message.as_str())
+                .collect();
+            let matches = match (step, found.as_slice()) {
+                (Step::LoadFails(_), [message]) => *message == expected,
+                (_, [message]) => message.starts_with(&expected),
+                _ => false,
+            };
+            if !matches {
+                return Err(format!(
+                    "{file}: expected the load failure {expected:?}, got {found:?}"
+                ));
+            }
+            if runtime
+                .tools()
+                .iter()
+                .any(|tool| tool.plugin != "aaa_canary")
+            {
+                return Err(format!("{file} failed to load but has tools registered"));
+            }
+        }
+        Step::Diagnostic(message) => {
+            let message = placeholders.fill(message);
+            if !runtime.diagnostics().iter().any(|d| d.message == message) {
+                return Err(format!(
+                    "expected the diagnostic {message:?}, got {:?}",
+                    runtime.diagnostics()
+                ));
+            }
+        }
+        Step::ToolCount(count) => {
+            if runtime.tools().len() != *count {
+                return Err(format!(
+                    "expected {count} tools, got {}",
+                    runtime.tools().len()
+                ));
+            }
+        }
+        Step::Call { tool, args, expect } => {
+            let args = placeholders.fill(args);
+            match runtime.call(tool, &args) {
+                Err(error) => check_refusal(tool, expect, &error.to_string(), placeholders)?,
+                Ok(call) => {
+                    let outcome = with_guard(Ok(call)).await?;
+                    check_outcome(tool, expect, &outcome, placeholders)?;
+                }
+            }
+        }
+        Step::Background { tool, args } => {
+            let call = runtime
+                .call(tool, &placeholders.fill(args))
+                .map_err(|error| format!("{tool}: refused: {error}"))?;
+            background.push(call);
+            // Let the call reach the plugin before the next step.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Step::Settle { index, expect } => {
+            let call = background
+                .get_mut(*index)
+                .ok_or_else(|| format!("no background call {index}"))?;
+            let outcome = tokio::time::timeout(HANG_GUARD, call)
+                .await
+                .map_err(|_| format!("background call {index} did not end"))?;
+            check_outcome("the background call", expect, &outcome, placeholders)?;
+        }
+        Step::ServerRequests(count) => {
+            let server = server.ok_or("the attack has no server")?;
+            let seen = server.stats().requests;
+            if seen != *count {
+                return Err(format!("the server saw {seen} requests, expected {count}"));
+            }
+        }
+        Step::RootFile { path, content } => {
+            let root = placeholders.fill("{root}");
+            let found = std::fs::read(Path::new(&root).join(path))
+                .ok()
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+            if &found != content {
+                return Err(format!(
+                    "root/{path}: expected {content:?}, found {found:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_refusal(
+    tool: &str,
+    expect: &Expect,
+    error: &str,
+    placeholders: &Placeholders,
+) -> Result<(), String> {
+    match expect {
+        Expect::Refused(expected) if placeholders.fill(expected) == error => Ok(()),
+        _ => Err(format!(
+            "{tool}: refused with {error:?}, expected {expect:?}"
+        )),
+    }
+}
+
+fn check_outcome(
+    tool: &str,
+    expect: &Expect,
+    outcome: &CallOutcome,
+    placeholders: &Placeholders,
+) -> Result<(), String> {
+    let matches = match (expect, outcome) {
+        (Expect::Completes(text), CallOutcome::Completed(output)) => {
+            &placeholders.fill(text) == output
+        }
+        (Expect::Fails(text), CallOutcome::Failed(message)) => &placeholders.fill(text) == message,
+        (Expect::FailsStartingWith(text), CallOutcome::Failed(message)) => {
+            message.starts_with(&placeholders.fill(text))
+        }
+        _ => false,
+    };
+    if matches {
+        Ok(())
+    } else {
+        let shown = match outcome {
+            CallOutcome::Completed(text) | CallOutcome::Failed(text) if text.len() > 2000 => {
+                format!(
+                    "{} bytes starting {:?}",
+                    text.len(),
+                    text.chars().take(300).collect::<String>()
+                )
+            }
+            other => format!("{other:?}"),
+        };
+        Err(format!("{tool}: got {shown}, expected {expect:?}"))
+    }
+}

@@ -1,0 +1,344 @@
+//! What one attack is: the hostile plugin file, what the test prepares around it, and
+//! the exact outcome expected of each step, written as a small builder so the
+//! catalogue reads as a table.
+
+use std::fmt;
+
+use toolcell::config::HttpSection;
+use toolcell::limits::Limits;
+
+/// The attack categories of the issue, in the order the README's table lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    /// Burning CPU: loops, C-level work, recursion, coroutine bombs, endless tasks.
+    Cpu,
+    /// Exhausting memory, at once or across calls.
+    Memory,
+    /// Reaching files outside the granted root, or files that are not files.
+    Files,
+    /// Reaching forbidden addresses, or exhausting the HTTP limits.
+    Network,
+    /// Breaking the tool protocol: completions, tasks, registrations.
+    Protocol,
+    /// Hostile JSON in either direction.
+    Json,
+    /// Components written below Lua, against the WIT world itself.
+    Wasm,
+}
+
+impl Category {
+    /// Every category, in table order.
+    pub const ALL: [Category; 7] = [
+        Category::Cpu,
+        Category::Memory,
+        Category::Files,
+        Category::Network,
+        Category::Protocol,
+        Category::Json,
+        Category::Wasm,
+    ];
+
+    /// The folder of `tests/hostile/` that holds the category's plugins.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Category::Cpu => "cpu",
+            Category::Memory => "memory",
+            Category::Files => "files",
+            Category::Network => "network",
+            Category::Protocol => "protocol",
+            Category::Json => "json",
+            Category::Wasm => "wasm",
+        }
+    }
+
+    /// How the README's table names the category.
+    pub fn title(self) -> &'static str {
+        match self {
+            Category::Cpu => "CPU",
+            Category::Memory => "memory",
+            Category::Files => "files",
+            Category::Network => "network",
+            Category::Protocol => "protocol",
+            Category::Json => "JSON",
+            Category::Wasm => "wasm below Lua",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.folder())
+    }
+}
+
+/// Where the hostile plugin file comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// `tests/hostile/CATEGORY/NAME.lua`, copied as `NAME.lua`.
+    Lua,
+    /// `tests/hostile/CATEGORY/NAME.wat`, a whole component in the text format,
+    /// assembled to the binary `NAME.wasm`.
+    Wat,
+    /// `tests/hostile/CATEGORY/NAME.core.wat`, a core module put into the plugin shell
+    /// (`shell.wat`) and assembled to the binary `NAME.wasm`.
+    Core,
+    /// The binary of another file of the category (`.wat` or `.core.wat`), cut to
+    /// `keep` bytes.
+    Truncated { file: &'static str, keep: usize },
+    /// `tests/hostile/CATEGORY/FILE` copied byte for byte as `NAME.wasm`.
+    RawFile(&'static str),
+}
+
+/// What the test prepares before the plugins load.
+#[derive(Debug, Clone)]
+pub enum Setup {
+    /// A symlink `link` (inside the root) pointing at `target` (placeholders allowed).
+    Symlink {
+        link: &'static str,
+        target: &'static str,
+    },
+    /// A FIFO inside the root.
+    Fifo(&'static str),
+    /// A character device inside the root, with the device number of `/dev/zero`.
+    ZeroDevice(&'static str),
+    /// A directory inside the root.
+    Dir(&'static str),
+}
+
+/// How a call must end.
+#[derive(Debug, Clone)]
+pub enum Expect {
+    /// Completed with exactly this output.
+    Completes(String),
+    /// Failed with exactly this message.
+    Fails(String),
+    /// Failed with a message that starts with this text (the rest names an OS error
+    /// or a byte count the test cannot know).
+    FailsStartingWith(String),
+    /// Never reached the plugin: the runtime refused the call with exactly this error.
+    Refused(String),
+}
+
+/// One step of an attack, run in order.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// The attack's plugin file did not load; its diagnostic reads exactly this.
+    LoadFails(String),
+    /// The attack's plugin file did not load; its diagnostic starts with this (the
+    /// rest is the engine's own wording of a validation error).
+    LoadFailsStartingWith(String),
+    /// A diagnostic of the runtime reads exactly this.
+    Diagnostic(String),
+    /// Exactly this many tools are registered in all (the canary's included).
+    ToolCount(usize),
+    /// Calls `tool` with `args` and checks how it ends.
+    Call {
+        tool: &'static str,
+        args: String,
+        expect: Expect,
+    },
+    /// Starts a call and keeps it in flight; `Settle` checks it later.
+    Background { tool: &'static str, args: String },
+    /// The `index`-th background call (from 0) ends as expected.
+    Settle { index: usize, expect: Expect },
+    /// The test HTTP server has received exactly this many requests so far.
+    ServerRequests(u64),
+    /// The root holds `path` with exactly this content (None: it does not exist).
+    RootFile {
+        path: &'static str,
+        content: Option<String>,
+    },
+}
+
+/// HTTP settings of an attack's runtime.
+#[derive(Debug, Clone, Default)]
+pub struct Net {
+    /// Start the test HTTP server (`{server}` and `{port}` name it).
+    pub server: bool,
+    /// Grant 127.0.0.1 (the server) to every plugin.
+    pub grant_loopback: bool,
+    /// HTTP bounds over the defaults.
+    pub overrides: HttpSection,
+}
+
+/// One hostile plugin and everything expected of it.
+#[derive(Debug, Clone)]
+pub struct Attack {
+    pub category: Category,
+    pub name: &'static str,
+    /// One line: what the plugin tries.
+    pub what: &'static str,
+    pub source: Source,
+    pub setup: Vec<Setup>,
+    pub limits: Limits,
+    pub net: Net,
+    pub steps: Vec<Step>,
+}
+
+/// Starts describing the attack `name` of `category`; its plugin is
+/// `tests/hostile/CATEGORY/NAME.lua` unless a source method says otherwise.
+pub fn attack(category: Category, name: &'static str, what: &'static str) -> Attack {
+    Attack {
+        category,
+        name,
+        what,
+        source: Source::Lua,
+        setup: Vec::new(),
+        limits: Limits::default(),
+        net: Net::default(),
+        steps: Vec::new(),
+    }
+}
+
+impl Attack {
+    /// The plugin is the component `NAME.wat`.
+    pub fn wat(mut self) -> Self {
+        self.source = Source::Wat;
+        self
+    }
+
+    /// The plugin is the core module `NAME.core.wat` in the plugin shell.
+    pub fn core(mut self) -> Self {
+        self.source = Source::Core;
+        self
+    }
+
+    /// The plugin is another file's binary cut to `keep` bytes.
+    pub fn truncated(mut self, file: &'static str, keep: usize) -> Self {
+        self.source = Source::Truncated { file, keep };
+        self
+    }
+
+    /// The plugin is `file`, copied as is under the name `NAME.wasm`.
+    pub fn raw_file(mut self, file: &'static str) -> Self {
+        self.source = Source::RawFile(file);
+        self
+    }
+
+    /// Prepares something in the root before loading.
+    pub fn setup(mut self, setup: Setup) -> Self {
+        self.setup.push(setup);
+        self
+    }
+
+    /// Runs under these limits instead of the defaults.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Starts the test HTTP server.
+    pub fn server(mut self) -> Self {
+        self.net.server = true;
+        self
+    }
+
+    /// Starts the test HTTP server and grants 127.0.0.1 to every plugin.
+    pub fn granted_server(mut self) -> Self {
+        self.net.server = true;
+        self.net.grant_loopback = true;
+        self
+    }
+
+    /// Bounds HTTP with these settings.
+    pub fn http(mut self, overrides: HttpSection) -> Self {
+        self.net.overrides = overrides;
+        self
+    }
+
+    fn step(mut self, step: Step) -> Self {
+        self.steps.push(step);
+        self
+    }
+
+    /// The plugin does not load, with exactly this diagnostic.
+    pub fn load_fails(self, message: &str) -> Self {
+        self.step(Step::LoadFails(message.to_string()))
+    }
+
+    /// The plugin does not load, with a diagnostic starting with `prefix`.
+    pub fn load_fails_starting_with(self, prefix: &str) -> Self {
+        self.step(Step::LoadFailsStartingWith(prefix.to_string()))
+    }
+
+    /// The runtime reports exactly this diagnostic.
+    pub fn diagnostic(self, message: &str) -> Self {
+        self.step(Step::Diagnostic(message.to_string()))
+    }
+
+    /// Exactly `count` tools are registered (the canary's one included).
+    pub fn tool_count(self, count: usize) -> Self {
+        self.step(Step::ToolCount(count))
+    }
+
+    /// Calling `tool` completes with exactly `output`.
+    pub fn completes(self, tool: &'static str, args: &str, output: &str) -> Self {
+        let expect = Expect::Completes(output.to_string());
+        self.step(Step::Call {
+            tool,
+            args: args.to_string(),
+            expect,
+        })
+    }
+
+    /// Calling `tool` fails with exactly `message`.
+    pub fn fails(self, tool: &'static str, args: &str, message: &str) -> Self {
+        let expect = Expect::Fails(message.to_string());
+        self.step(Step::Call {
+            tool,
+            args: args.to_string(),
+            expect,
+        })
+    }
+
+    /// Calling `tool` fails with a message starting with `prefix`.
+    pub fn fails_starting_with(self, tool: &'static str, args: &str, prefix: &str) -> Self {
+        let expect = Expect::FailsStartingWith(prefix.to_string());
+        self.step(Step::Call {
+            tool,
+            args: args.to_string(),
+            expect,
+        })
+    }
+
+    /// The runtime refuses to call `tool` with exactly `error`.
+    pub fn refused(self, tool: &'static str, args: &str, error: &str) -> Self {
+        let expect = Expect::Refused(error.to_string());
+        self.step(Step::Call {
+            tool,
+            args: args.to_string(),
+            expect,
+        })
+    }
+
+    /// Starts `tool` and keeps the call in flight.
+    pub fn background(self, tool: &'static str, args: &str) -> Self {
+        self.step(Step::Background {
+            tool,
+            args: args.to_string(),
+        })
+    }
+
+    /// The `index`-th background call fails with exactly `message`.
+    pub fn settles_failing(self, index: usize, message: &str) -> Self {
+        let expect = Expect::Fails(message.to_string());
+        self.step(Step::Settle { index, expect })
+    }
+
+    /// The `index`-th background call completes with exactly `output`.
+    pub fn settles_completing(self, index: usize, output: &str) -> Self {
+        let expect = Expect::Completes(output.to_string());
+        self.step(Step::Settle { index, expect })
+    }
+
+    /// The test server has received exactly `count` requests.
+    pub fn server_requests(self, count: u64) -> Self {
+        self.step(Step::ServerRequests(count))
+    }
+
+    /// The root holds `path` with `content` (None: no such file).
+    pub fn root_file(self, path: &'static str, content: Option<&str>) -> Self {
+        let content = content.map(str::to_string);
+        self.step(Step::RootFile { path, content })
+    }
+}

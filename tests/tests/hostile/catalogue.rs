@@ -1,0 +1,705 @@
+//! The catalogue: every hostile plugin of `tests/hostile/` with the exact outcome
+//! expected of it, grouped by category. Messages are written from the contract (the
+//! README's limits and clm-tool(5)); `{server}`, `{port}`, `{root}` and `{outside}`
+//! stand for the test server's URL, its port, the granted root and the directory
+//! beside it that must stay untouched.
+
+use toolcell::config::HttpSection;
+use toolcell::limits::{Limits, MIB};
+
+use super::attack::{Attack, Category::*, Setup, attack};
+
+/// The Lua memory limit's failure, as every memory attack ends.
+const OUT_OF_MEMORY: &str = "out of memory: the plugin reached its memory limit of 8 MiB";
+
+/// How a crash reads for the call that caused it.
+fn crashed(plugin: &str, reason: &str) -> String {
+    format!(
+        "plugin '{plugin}' crashed: {reason}; it was restarted in a fresh sandbox (its state was lost)"
+    )
+}
+
+/// How a crash reads for the other calls it took down.
+fn crashed_elsewhere(plugin: &str, reason: &str) -> String {
+    format!(
+        "plugin '{plugin}' crashed during another call: {reason}; it was restarted in a fresh sandbox (its state was lost)"
+    )
+}
+
+const PAST_DEADLINE: &str = "it kept running past its deadline without returning control";
+
+fn path(path: &str) -> String {
+    serde_json::json!({ "path": path }).to_string()
+}
+
+fn url(url: &str) -> String {
+    serde_json::json!({ "url": url }).to_string()
+}
+
+/// Every attack, in category order.
+pub fn attacks() -> Vec<Attack> {
+    [
+        cpu(),
+        memory(),
+        files(),
+        network(),
+        protocol(),
+        json(),
+        wasm(),
+    ]
+    .concat()
+}
+
+fn cpu() -> Vec<Attack> {
+    vec![
+        attack(Cpu, "goto_loop", "a loop of goto alone, no calls, in a call")
+            .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
+            .completes("goto_calls", "{}", "1"),
+        attack(Cpu, "load_backtrack", "catastrophic pattern backtracking in C at load time")
+            .load_fails(
+                "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",
+            ),
+        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work the hook cannot see")
+            .fails("flood", "{}", &crashed("gsub_flood", PAST_DEADLINE))
+            .completes("flood_alive", "{}", "alive"),
+        attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
+            // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
+            // stops the recursion first.
+            .completes("recurse_caught", "{}", "false | not enough memory")
+            .fails("recurse", "{}", OUT_OF_MEMORY)
+            .completes("recurse_alive", "{}", "alive"),
+        attack(Cpu, "c_recursion", "recursion through C: gsub callbacks, an __index loop")
+            // Raised inside C (gsub), where Lua has no line to add.
+            .completes("through_gsub", "{}", "false | C stack overflow")
+            .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
+        attack(Cpu, "task_spinners", "a coroutine bomb: 1000 tasks that each spin forever")
+            .fails("spinners", "{}", "tool 'spinners' timed out after 300 ms")
+            .completes("spinners_alive", "{}", "alive"),
+        attack(Cpu, "endless_task", "a task that never ends, waited for")
+            .fails("endless", "{}", "tool 'endless' timed out after 300 ms")
+            .completes("endless_alive", "{}", "alive"),
+        attack(Cpu, "sort_comparator", "Lua spinning inside a C function (a sort comparator)")
+            .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
+            .completes("sort_alive", "{}", "alive"),
+        attack(Cpu, "fuel_burn", "pure computation behind pcall, under a small fuel budget")
+            .limits(Limits { fuel: 300_000_000, ..Limits::default() })
+            .fails(
+                "burn",
+                "{}",
+                &crashed("fuel_burn", "it ran out of fuel (its budget is 300000000 per call)"),
+            )
+            .completes("burn_alive", "{}", "alive"),
+    ]
+}
+
+fn memory() -> Vec<Attack> {
+    vec![
+        attack(Memory, "table_growth", "a table that grows without end")
+            .fails("grow_table", "{}", OUT_OF_MEMORY)
+            .completes("table_alive", "{}", "alive"),
+        attack(
+            Memory,
+            "string_doubling",
+            "a string that doubles without end",
+        )
+        .fails("double", "{}", OUT_OF_MEMORY)
+        .completes("double_alive", "{}", "alive"),
+        attack(
+            Memory,
+            "json_encode_huge",
+            "json.encode of 64 references to a 1 MiB string",
+        )
+        .fails_starting_with("encode_huge", "{}", "json_encode_huge.lua:8: json.encode: ")
+        .completes("encode_alive", "{}", "alive"),
+        attack(Memory, "closures", "closures created without end")
+            .fails("closures", "{}", OUT_OF_MEMORY)
+            .completes("closures_alive", "{}", "alive"),
+        attack(
+            Memory,
+            "many_tasks",
+            "coroutines created without end (tasks)",
+        )
+        .fails("tasks", "{}", OUT_OF_MEMORY)
+        .completes("tasks_alive", "{}", "alive"),
+        attack(
+            Memory,
+            "held_across_calls",
+            "1 MiB more held in a global on every call",
+        )
+        .completes("hoard", "{}", "1")
+        .completes("hoard", "{}", "2")
+        .completes("hoard", "{}", "3")
+        .completes("hoard", "{}", "4")
+        .completes("hoard", "{}", "5")
+        .completes("hoard", "{}", "6")
+        .fails("hoard", "{}", OUT_OF_MEMORY)
+        .completes("release", "{}", "released")
+        .completes("hoard", "{}", "1"),
+        attack(
+            Memory,
+            "rep_too_large",
+            "string.rep beyond any string and beyond memory",
+        )
+        .completes(
+            "rep",
+            "{}",
+            "false resulting string too large | false not enough memory",
+        ),
+    ]
+}
+
+fn files() -> Vec<Attack> {
+    let outside_secret = "{outside}/secret.txt";
+    vec![
+        attack(
+            Files,
+            "dotdot",
+            "`..` out of the root, alone and after a real directory",
+        )
+        .setup(Setup::Dir("sub"))
+        .completes(
+            "dotdot_read",
+            &path("../outside/secret.txt"),
+            "nil | cannot read ../outside/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "dotdot_read",
+            &path("sub/../../outside/secret.txt"),
+            "nil | cannot read sub/../../outside/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "dotdot_write",
+            &path("sub/../../outside/secret.txt"),
+            "nil | cannot write sub/../../outside/secret.txt: it is outside the granted root",
+        ),
+        attack(
+            Files,
+            "absolute_paths",
+            "absolute paths: the outside tree, /etc, /proc, the root",
+        )
+        .completes(
+            "absolute_paths_read",
+            &path(outside_secret),
+            "nil | cannot read {outside}/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "absolute_paths_read",
+            &path("/proc/self/environ"),
+            "nil | cannot read /proc/self/environ: it is outside the granted root",
+        )
+        .completes(
+            "absolute_paths_write",
+            &path("/etc/hostname"),
+            "nil | cannot write /etc/hostname: it is outside the granted root",
+        )
+        .completes(
+            "absolute_paths_write",
+            &path("{root}"),
+            "nil | cannot write {root}: not a regular file",
+        ),
+        attack(
+            Files,
+            "symlink_escape",
+            "symlinks planted in the root pointing out of it",
+        )
+        .setup(Setup::Symlink {
+            link: "out_dir",
+            target: "{outside}",
+        })
+        .setup(Setup::Symlink {
+            link: "out_file",
+            target: "{outside}/secret.txt",
+        })
+        .setup(Setup::Symlink {
+            link: "rel_up",
+            target: "../outside/secret.txt",
+        })
+        .completes(
+            "symlink_escape_read",
+            &path("out_dir/secret.txt"),
+            "nil | cannot read out_dir/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "symlink_escape_read",
+            &path("rel_up"),
+            "nil | cannot read rel_up: it is outside the granted root",
+        )
+        .completes(
+            "symlink_escape_write",
+            &path("out_file"),
+            "nil | cannot write out_file: it is outside the granted root",
+        )
+        .completes(
+            "symlink_escape_write",
+            &path("out_dir/new.txt"),
+            "nil | cannot write out_dir/new.txt: it is outside the granted root",
+        ),
+        attack(
+            Files,
+            "dangling_symlink",
+            "a dangling symlink to a file outside, written through",
+        )
+        .setup(Setup::Symlink {
+            link: "new_link",
+            target: "{outside}/created.txt",
+        })
+        .completes(
+            "dangling_symlink_write",
+            &path("new_link"),
+            "nil | cannot write new_link: it is outside the granted root",
+        ),
+        attack(Files, "symlink_loop", "two symlinks pointing at each other")
+            .setup(Setup::Symlink {
+                link: "a",
+                target: "b",
+            })
+            .setup(Setup::Symlink {
+                link: "b",
+                target: "a",
+            })
+            .completes(
+                "symlink_loop_read",
+                &path("a"),
+                "nil | cannot read a: Too many levels of symbolic links",
+            )
+            .completes(
+                "symlink_loop_write",
+                &path("a"),
+                "nil | cannot write a: Too many levels of symbolic links",
+            ),
+        attack(
+            Files,
+            "device_files",
+            "a device node in the root, /dev/null via a symlink, a FIFO",
+        )
+        .setup(Setup::ZeroDevice("zero"))
+        .setup(Setup::Symlink {
+            link: "null",
+            target: "/dev/null",
+        })
+        .setup(Setup::Fifo("pipe"))
+        .completes(
+            "device_files_read",
+            &path("zero"),
+            "nil | cannot read zero: not a regular file",
+        )
+        .completes(
+            "device_files_write",
+            &path("zero"),
+            "nil | cannot write zero: not a regular file",
+        )
+        .completes(
+            "device_files_read",
+            &path("null"),
+            "nil | cannot read null: it is outside the granted root",
+        )
+        .completes(
+            "device_files_write",
+            &path("pipe"),
+            "nil | cannot write pipe: not a regular file",
+        ),
+        attack(
+            Files,
+            "huge_write",
+            "writing a file larger than the plugin's memory",
+        )
+        .fails("huge_write", "{}", OUT_OF_MEMORY)
+        .root_file("huge.bin", None)
+        .completes("big_write", "{}", "true | nil"),
+        attack(
+            Files,
+            "odd_names",
+            "names with NUL, invalid UTF-8, newlines, 300 bytes, none",
+        )
+        .completes(
+            "odd_names_write",
+            &path("a\u{0}b"),
+            "nil | invalid path \"a\\0b\": it contains a NUL byte",
+        )
+        .completes(
+            "odd_names_bytes",
+            "{}",
+            "false | odd_names.lua:10: clm.write_file: the path is not valid UTF-8",
+        )
+        .completes(
+            "odd_names_write",
+            &path(&"n".repeat(300)),
+            &format!("nil | cannot write {}: File name too long", "n".repeat(300)),
+        )
+        .completes("odd_names_write", &path(""), "nil | the path is empty")
+        .completes(
+            "odd_names_write",
+            &path("."),
+            "nil | cannot write .: not a regular file",
+        )
+        .completes("odd_names_write", &path("line\nbreak"), "true | nil")
+        .root_file("line\nbreak", Some("overwritten")),
+    ]
+}
+
+fn network() -> Vec<Attack> {
+    let never = HttpSection {
+        timeout_ms: Some(300),
+        ..HttpSection::default()
+    };
+    vec![
+        attack(Network, "forbidden_addresses", "loopback, private, link-local, metadata; disguised")
+            .server()
+            .completes(
+                "forbidden_get",
+                &url("http://10.0.0.1/"),
+                "error: refused by policy: 10.0.0.1 is a private address (grant it with --allow-http 10.0.0.1)",
+            )
+            .completes(
+                "forbidden_get",
+                &url("http://169.254.169.254/latest/meta-data/"),
+                "error: refused by policy: 169.254.169.254 is a link-local address (grant it with --allow-http 169.254.169.254)",
+            )
+            .completes(
+                "forbidden_get",
+                &url("http://2130706433:{port}/"),
+                "error: refused by policy: 127.0.0.1 is a loopback address (grant it with --allow-http 127.0.0.1)",
+            )
+            .completes(
+                "forbidden_get",
+                &url("http://0x7f.1:{port}/"),
+                "error: refused by policy: 127.0.0.1 is a loopback address (grant it with --allow-http 127.0.0.1)",
+            )
+            .completes(
+                "forbidden_get",
+                &url("http://0.0.0.0:{port}/"),
+                "error: refused by policy: 0.0.0.0 is an unspecified address (grant it with --allow-http 0.0.0.0)",
+            )
+            .completes(
+                "forbidden_get",
+                &url("http://[::ffff:127.0.0.1]:{port}/"),
+                "error: refused by policy: [::ffff:7f00:1] is a loopback address (grant it with --allow-http [::ffff:7f00:1])",
+            )
+            .completes(
+                "forbidden_get",
+                &url("http://[fd00::1]/"),
+                "error: refused by policy: [fd00::1] is a private address (grant it with --allow-http [fd00::1])",
+            )
+            .server_requests(0),
+        attack(Network, "redirect_to_forbidden", "redirects to metadata, private, mapped loopback")
+            .granted_server()
+            .completes(
+                "redirect_get",
+                &url("{server}/redirect?to=http://169.254.169.254/latest/"),
+                "error: refused by policy: redirect to http://169.254.169.254/latest/: 169.254.169.254 is a link-local address (grant it with --allow-http 169.254.169.254)",
+            )
+            .completes(
+                "redirect_get",
+                &url("{server}/redirect?to=http://192.168.1.1/"),
+                "error: refused by policy: redirect to http://192.168.1.1/: 192.168.1.1 is a private address (grant it with --allow-http 192.168.1.1)",
+            )
+            .completes(
+                "redirect_get",
+                &url("{server}/redirect?to=http://[::ffff:a9fe:a9fe]/"),
+                "error: refused by policy: redirect to http://[::ffff:a9fe:a9fe]/: [::ffff:a9fe:a9fe] is a link-local address (grant it with --allow-http [::ffff:a9fe:a9fe])",
+            )
+            .server_requests(3),
+        attack(Network, "hostname_to_loopback", "names that resolve to loopback, odd spellings")
+            .server()
+            .completes(
+                "hostname_get",
+                &url("http://LOCALHOST:{port}/hello"),
+                "error: refused by policy: localhost resolves to 127.0.0.1, a loopback address (grant it with --allow-http localhost)",
+            )
+            .completes(
+                "hostname_get",
+                &url("http://LocalHost.:{port}/hello"),
+                "error: DNS lookup failed: localhost.: Name or service not known",
+            )
+            .server_requests(0),
+        attack(Network, "oversized_body", "a response body over the 4 MiB cap")
+            .granted_server()
+            .completes(
+                "oversized_get",
+                &url("{server}/big?bytes=5242880"),
+                "error: response body exceeds the 4 MiB limit",
+            )
+            .completes(
+                "oversized_get",
+                &url("{server}/big-chunked?bytes=5242880"),
+                "error: response body exceeds the 4 MiB limit",
+            ),
+        attack(Network, "never_answers", "a server that never answers")
+            .granted_server()
+            .http(never.clone())
+            .completes(
+                "never_get",
+                &url("{server}/never"),
+                "error: timed out: no complete response from 127.0.0.1:{port} within 300 ms (the request timeout)",
+            ),
+        attack(Network, "slow_trickle", "a response trickling a chunk every 50 ms")
+            .granted_server()
+            .http(never)
+            .completes(
+                "trickle_get",
+                &url("{server}/trickle?chunks=1000&interval_ms=50"),
+                "error: timed out: no complete response from 127.0.0.1:{port} within 300 ms (the request timeout)",
+            ),
+        attack(Network, "bad_schemes", "file:, gopher: and unparsable URLs")
+            .completes(
+                "scheme_get",
+                &url("file:///etc/passwd"),
+                "error: invalid request: only http and https URLs are supported, not file:",
+            )
+            .completes(
+                "scheme_get",
+                &url("gopher://example.com/"),
+                "error: invalid request: only http and https URLs are supported, not gopher:",
+            )
+            .completes(
+                "scheme_get",
+                &url("http://[::1"),
+                "error: invalid request: \"http://[::1\" is not a valid URL (invalid IPv6 address)",
+            ),
+        attack(Network, "task_flood", "200 tasks starting a request each at once")
+            .granted_server()
+            .completes(
+                "task_flood",
+                &url("{server}/hello"),
+                "8 ok, 192 refused: too many HTTP requests in flight: a plugin may have at most 8 at once",
+            )
+            .server_requests(8),
+        attack(Network, "per_call_flood", "17 waves of 8 concurrent requests in one call")
+            .granted_server()
+            .completes(
+                "waves",
+                &url("{server}/hello"),
+                "128 ok, then: too many HTTP requests: a tool call may make at most 128",
+            )
+            .server_requests(128),
+        attack(Network, "cross_call_flood", "8 requests held by one call, a ninth from another")
+            .granted_server()
+            .background("hold_eight", &url("{server}/slow?ms=1500"))
+            .completes(
+                "one_more",
+                &url("{server}/hello"),
+                "error: too many HTTP requests in flight: a plugin may have at most 8 at once",
+            )
+            .settles_completing(0, "8 answered"),
+    ]
+}
+
+fn protocol() -> Vec<Attack> {
+    let cut = |byte: &str, total: usize| {
+        format!(
+            "{}… [cut: the message was {total} bytes; at most 64 KiB is kept]",
+            byte.repeat(64 * 1024)
+        )
+    };
+    vec![
+        attack(Protocol, "huge_failure", "failure messages of several megabytes")
+            .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
+            .fails("error_huge", "{}", &cut("y", MIB as usize)),
+        attack(Protocol, "complete_twice_across_yield", "completing, waiting, completing again")
+            .fails(
+                "twice_later",
+                "{}",
+                "complete_twice_across_yield.lua:6: ctx:complete called after ctx:complete: an invocation ends exactly once",
+            ),
+        attack(Protocol, "complete_non_string", "completing with a table and with nil")
+            .fails(
+                "complete_table",
+                "{}",
+                "complete_non_string.lua:3: ctx:complete expects a string, got table",
+            )
+            .fails(
+                "complete_nil",
+                "{}",
+                "complete_non_string.lua:6: ctx:complete expects a string, got nil",
+            ),
+        attack(Protocol, "never_completes", "an invocation that waits an hour")
+            .fails("wait_forever", "{}", "tool 'wait_forever' timed out after 300 ms")
+            .completes("wait_alive", "{}", "alive"),
+        attack(Protocol, "live_tasks", "returning with 500 live tasks")
+            .fails("abandon", "{}", "unreachable")
+            .fails(
+                "abandon_quietly",
+                "{}",
+                "invoke returned while 500 task(s) were still running; they were cancelled",
+            ),
+        attack(Protocol, "unobserved_errors", "100 failed tasks never read, then a completion")
+            .fails(
+                "ignore_errors",
+                "{}",
+                "ctx:complete was called while a task error was never observed: task 1 failed",
+            ),
+        attack(Protocol, "register_after_load", "clm.tool_register kept aside, called from a task")
+            .completes(
+                "late_register",
+                "{}",
+                "register_after_load.lua:5: clm.tool_register('smuggled'): tools can only be registered at load time",
+            )
+            .tool_count(2),
+        attack(Protocol, "register_100k", "registering 100000 tools at load time")
+            .load_fails(
+                "plugin register_100k.lua failed to load: register_100k.lua:4: clm.tool_register: a plugin may register at most 1000 tools",
+            ),
+        attack(Protocol, "name_collision", "registering another plugin's tool name")
+            .diagnostic(
+                "tool 'canary' of plugin name_collision.lua is already registered by plugin aaa_canary.lua; the first one stays",
+            )
+            .completes("collision_own", "{}", "own"),
+    ]
+}
+
+fn json() -> Vec<Attack> {
+    let deep_args = format!("{{\"a\":{}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let path = format!("${}", "[1]".repeat(128));
+    vec![
+        attack(Json, "hostile_arguments", "arguments nested 100000 deep, 1e400, a lone surrogate")
+            .refused(
+                "args_echo",
+                &deep_args,
+                "invalid arguments for 'args_echo': not valid JSON: recursion limit exceeded at line 1 column 132",
+            )
+            .refused(
+                "args_echo",
+                r#"{"n": 1e400}"#,
+                "invalid arguments for 'args_echo': not valid JSON: number out of range at line 1 column 11",
+            )
+            .refused(
+                "args_echo",
+                r#"{"s": "\ud800"}"#,
+                "invalid arguments for 'args_echo': not valid JSON: unexpected end of hex escape at line 1 column 14",
+            )
+            .completes("args_echo", r#"{"n": 123456789012345678901234567890}"#, r#"{"n":1.2345678901234568e29}"#),
+        attack(Json, "deep_nesting", "100000 levels decoded and encoded in the plugin")
+            .completes(
+                "deep_decode",
+                "{}",
+                "nil | json.decode: arrays/objects nested deeper than 128 levels at line 1 column 129",
+            )
+            .completes(
+                "deep_encode",
+                "{}",
+                &format!(
+                    "false | {}",
+                    &format!("json.encode: tables nested deeper than 128 levels at {path}")[..60]
+                ),
+            ),
+        attack(Json, "oversized", "JSON text over 2 MiB for json.decode")
+            .completes(
+                "decode_big",
+                "{}",
+                "nil | json.decode: input is 2097155 bytes, larger than the limit of 2097152 bytes (2 MiB)",
+            ),
+        attack(Json, "invalid_utf8", "invalid UTF-8 and lone surrogates in and out")
+            .completes(
+                "utf8_decode",
+                "{}",
+                "nil | json.decode: invalid unicode code point at line 1 column 2 || nil | json.decode: unexpected end of hex escape at line 1 column 8",
+            )
+            .completes(
+                "utf8_encode",
+                "{}",
+                "false | json.encode: string is not valid UTF-8 (bad byte at offset 0) at $.name",
+            )
+            .completes("utf8_output", "{}", "a\u{FFFD}b"),
+        attack(Json, "numbers", "numbers out of Lua's range and Lua numbers JSON cannot hold")
+            .completes(
+                "numbers_decode",
+                "{}",
+                "1e400 -> json.decode: number out of range at line 1 column 5; -1e400 -> json.decode: number out of range at line 1 column 6; 9223372036854775808 -> float 9.2233720368548e+18; -9223372036854775809 -> float -9.2233720368548e+18; 1e-400 -> float 0.0",
+            )
+            .completes(
+                "numbers_encode",
+                "{}",
+                "false json.encode: cannot encode the number inf (JSON has no NaN or infinity) at $; false json.encode: cannot encode the number -inf (JSON has no NaN or infinity) at $; false json.encode: cannot encode the number NaN (JSON has no NaN or infinity) at $; true 9223372036854775807; true -9223372036854775808",
+            ),
+    ]
+}
+
+fn wasm() -> Vec<Attack> {
+    let trap = "it aborted (a trap in the plugin's own code)";
+    let mut trap_in_call = attack(
+        Wasm,
+        "trap_in_call",
+        "a component trapping in a call, again and again",
+    )
+    .core()
+    .background("nap", "{}")
+    .fails("boom", "{}", &crashed("trap_in_call", trap))
+    .settles_failing(0, &crashed_elsewhere("trap_in_call", trap))
+    .completes("ok", "{}", "ok");
+    for _ in 0..3 {
+        trap_in_call = trap_in_call.fails("boom", "{}", &crashed("trap_in_call", trap));
+    }
+    vec![
+        trap_in_call
+            .fails(
+                "boom",
+                "{}",
+                &format!("plugin 'trap_in_call' crashed: {trap}; it is now disabled: it crashed 5 times within 60 s"),
+            )
+            .fails(
+                "ok",
+                "{}",
+                &format!("plugin 'trap_in_call' is disabled: it crashed 5 times within 60 s (last: {trap})"),
+            ),
+        attack(Wasm, "loop_in_load", "a component whose load is a bare wasm loop")
+            .core()
+            .load_fails("plugin loop_in_load.wasm failed to load: its load-time code ran past the 500 ms deadline"),
+        attack(Wasm, "grow_in_load", "a component growing memory without end at load")
+            .core()
+            .load_fails("plugin grow_in_load.wasm failed to load: the sandbox trapped: it exceeded its memory cap of 32 MiB"),
+        attack(Wasm, "grow_in_call", "a component growing memory until refused, then trapping")
+            .core()
+            .fails("grow", "{}", &crashed("grow_in_call", "it exceeded its memory cap of 32 MiB"))
+            .completes("fine", "{}", "fine"),
+        attack(Wasm, "trap_in_start_fn", "a core start function that traps at instantiation")
+            .core()
+            .load_fails(&format!("plugin trap_in_start_fn.wasm failed to load: the sandbox trapped: {trap}")),
+        attack(Wasm, "stack_exhaustion", "unbounded recursion in wasm")
+            .core()
+            .fails("dive", "{}", &crashed("stack_exhaustion", "its wasm stack overflowed")),
+        attack(Wasm, "pending_forever", "a call left pending with nothing to wake it")
+            .core()
+            .fails("wait", "{}", "tool 'wait' timed out after 200 ms"),
+        attack(Wasm, "host_call_abuse", "a timer for another call, a timer of u64::MAX ms")
+            .core()
+            .fails("other_call", "{}", "call 1001 is not running")
+            .fails("forever_timer", "{}", "tool 'forever_timer' timed out after 200 ms"),
+        attack(Wasm, "bad_results", "results that cannot be lifted: bad UTF-8, out of bounds, bad case")
+            .core()
+            .fails_starting_with("bad_utf8", "{}", "plugin 'bad_results' crashed: ")
+            .fails_starting_with("out_of_bounds", "{}", "plugin 'bad_results' crashed: ")
+            .fails_starting_with("bad_case", "{}", "plugin 'bad_results' crashed: ")
+            .completes("fine", "{}", "fine"),
+        attack(Wasm, "bad_specs", "tool specs with bad names, duplicates and bad schemas")
+            .core()
+            .diagnostic("tool '' of plugin bad_specs.wasm has an invalid name (use 1 to 64 letters, digits, '_' or '-')")
+            .diagnostic("tool 'has space' of plugin bad_specs.wasm has an invalid name (use 1 to 64 letters, digits, '_' or '-')")
+            .diagnostic(&format!("tool '{}' of plugin bad_specs.wasm has an invalid name (use 1 to 64 letters, digits, '_' or '-')", "a".repeat(70)))
+            .diagnostic("plugin bad_specs.wasm registers tool 'dup' twice; the first one stays")
+            .diagnostic("tool 'schema_text' of plugin bad_specs.wasm has an unreadable schema: EOF while parsing an object at line 1 column 1")
+            .diagnostic("tool 'schema_list' of plugin bad_specs.wasm has a schema that is not a JSON object")
+            .tool_count(3)
+            .completes("good", "{}", "good"),
+        attack(Wasm, "many_specs", "100000 tool specs in one load result")
+            .core()
+            .load_fails("plugin many_specs.wasm failed to load: it registered 100000 tools; a plugin may register at most 1000"),
+        attack(Wasm, "unknown_import", "a component importing an interface the host lacks")
+            .wat()
+            .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.1.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
+        attack(Wasm, "wrong_import_type", "a component importing a host function with the wrong type")
+            .wat()
+            .load_fails_starting_with("plugin wrong_import_type.wasm failed to load: the component does not fit toolcell's plugin world: "),
+        attack(Wasm, "wrong_world", "a component of another world (a command)")
+            .wat()
+            .load_fails_starting_with("plugin wrong_world.wasm failed to load: the component does not export the plugin interface: "),
+        attack(Wasm, "core_module", "a core module instead of a component")
+            .wat()
+            .load_fails_starting_with("plugin core_module.wasm failed to load: not a valid wasm component: "),
+        attack(Wasm, "truncated", "a component cut off after 300 bytes")
+            .truncated("trap_in_call.core.wat", 300)
+            .load_fails_starting_with("plugin truncated.wasm failed to load: not a valid wasm component: "),
+        attack(Wasm, "not_wasm", "a file named .wasm that is not WebAssembly")
+            .raw_file("not_wasm.bin")
+            .load_fails_starting_with("plugin not_wasm.wasm failed to load: not a valid wasm component: "),
+    ]
+}
