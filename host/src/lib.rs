@@ -20,8 +20,10 @@ pub mod limits;
 mod runtime;
 mod sandbox;
 pub mod schema;
+mod validation;
 
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, Runtime, RuntimeBuilder, ToolInfo,
+    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginUpdate, Runtime,
+    RuntimeBuilder, ToolInfo,
 };
 pub use sandbox::CallOutcome;

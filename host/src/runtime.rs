@@ -34,6 +34,7 @@ use crate::sandbox::{
     self, CallOutcome, LoadFailure, PluginContext, PluginHandle, PluginPre, PluginSettings,
     SharedServices, StoreState,
 };
+use crate::validation::ArgumentValidator;
 use crate::{engine, guest, schema};
 
 /// A tool as a plugin registered it.
@@ -212,7 +213,8 @@ impl RuntimeBuilder {
     /// registers their tools in a deterministic order. A plugin that fails to load is
     /// reported in [`Runtime::diagnostics`] and skipped; the others load.
     pub async fn build(self) -> Result<Runtime, BuildError> {
-        let files = discover(&self.plugin_dirs)?;
+        let dirs = PluginDirs::new(self.plugin_dirs)?;
+        let files = dirs.discover()?;
         let root = match &self.root {
             Some(root) => root.clone(),
             None => std::env::current_dir()
@@ -242,43 +244,151 @@ impl RuntimeBuilder {
                 files: Some(files_root),
                 debug_log,
             },
+            config: self.config,
+            limits: self.limits.clone(),
+            http_grants: self.http_grants,
+            http_overrides: self.http_overrides,
         });
         let mut loads = tokio::task::JoinSet::new();
-        for (index, path) in files.iter().enumerate() {
-            let name = stem(path);
-            let (http_policy, http_settings) =
-                self.config
-                    .http_for(&name, &self.http_grants, &self.http_overrides);
-            let limits = self.config.limits_for(&name, &self.limits);
-            let settings = PluginSettings {
-                limits,
-                http_policy,
-                http_settings,
-            };
-            let (loader, path) = (loader.clone(), path.clone());
-            loads.spawn(async move { (index, loader.load(&path, name, settings).await) });
+        for (index, file) in files.iter().enumerate() {
+            let (loader, file) = (loader.clone(), file.clone());
+            loads.spawn(async move { (index, loader.load_plugin(file).await) });
         }
-        let mut results: Vec<Option<LoadResult>> = vec![None; files.len()];
+        let mut plugins: Vec<Option<Plugin>> = files.iter().map(|_| None).collect();
         while let Some(joined) = loads.join_next().await {
             match joined {
-                Ok((index, result)) => results[index] = Some(result),
+                Ok((index, plugin)) => plugins[index] = Some(plugin),
                 Err(error) => tracing::error!("a plugin load task failed: {error}"),
             }
         }
+        let plugins = files
+            .into_iter()
+            .zip(plugins)
+            .map(|(file, plugin)| {
+                plugin.unwrap_or_else(|| {
+                    Plugin::failed(file, "the load task did not finish".to_string())
+                })
+            })
+            .collect();
         let mut runtime = Runtime {
+            plugins,
             tools: Vec::new(),
+            entries: Vec::new(),
             by_name: HashMap::new(),
-            handles: Vec::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
             default_timeout: self.limits.call_timeout,
             max_args_bytes: self.limits.max_args_bytes,
+            dirs,
+            loader,
         };
-        for (path, result) in files.iter().zip(results) {
-            let result = result.unwrap_or_else(|| Err("the load task did not finish".to_string()));
-            runtime.register(path, result);
+        runtime.rebuild();
+        for diagnostic in &runtime.diagnostics {
+            tracing::warn!("{}", diagnostic.message);
         }
         Ok(runtime)
+    }
+}
+
+/// The plugin directories in the order given, and where a plugin file belongs among them.
+struct PluginDirs {
+    /// As given by the user (used in messages and to build file paths).
+    given: Vec<PathBuf>,
+    /// The same, canonical, to recognise paths reported by a file watcher.
+    canonical: Vec<PathBuf>,
+}
+
+impl PluginDirs {
+    fn new(given: Vec<PathBuf>) -> Result<PluginDirs, BuildError> {
+        let mut canonical = Vec::with_capacity(given.len());
+        for dir in &given {
+            if !dir.is_dir() {
+                return Err(BuildError::MissingDirectory(dir.clone()));
+            }
+            canonical.push(
+                dir.canonicalize()
+                    .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?,
+            );
+        }
+        Ok(PluginDirs { given, canonical })
+    }
+
+    /// The plugin files: `*.lua` and `*.wasm`, each directory in file-name order.
+    fn discover(&self) -> Result<Vec<PluginFile>, BuildError> {
+        let mut files = Vec::new();
+        for (dir_index, dir) in self.given.iter().enumerate() {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?;
+            let mut found: Vec<PluginFile> = entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.is_file() && is_plugin_file(path))
+                .filter_map(|path| {
+                    let name = path.file_name()?.to_os_string();
+                    Some(PluginFile {
+                        dir: dir_index,
+                        name,
+                        path,
+                    })
+                })
+                .collect();
+            found.sort_by(|a, b| a.name.cmp(&b.name));
+            files.extend(found);
+        }
+        Ok(files)
+    }
+
+    /// The plugin file `path` names, if it is a `*.lua` or `*.wasm` file directly in one
+    /// of the directories (whether or not it exists now).
+    fn locate(&self, path: &Path) -> Option<PluginFile> {
+        if !is_plugin_file(path) {
+            return None;
+        }
+        let name = path.file_name()?.to_os_string();
+        let parent = path.parent()?;
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let parent = parent.canonicalize().ok()?;
+        let dir = self.canonical.iter().position(|dir| *dir == parent)?;
+        Some(PluginFile {
+            dir,
+            path: self.given[dir].join(&name),
+            name,
+        })
+    }
+}
+
+fn is_plugin_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension == "lua" || extension == "wasm")
+}
+
+/// A plugin file's place: its directory (by position) and its name there. Plugins load
+/// in the order of (directory, name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PluginFile {
+    dir: usize,
+    name: std::ffi::OsString,
+    path: PathBuf,
+}
+
+impl PluginFile {
+    fn order(&self) -> (usize, &std::ffi::OsStr) {
+        (self.dir, &self.name)
+    }
+
+    fn stem(&self) -> String {
+        self.path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    fn display_name(&self) -> String {
+        self.name.to_string_lossy().into_owned()
     }
 }
 
@@ -292,9 +402,29 @@ struct Loader {
     cache: CodeCache,
     lua: tokio::sync::OnceCell<Result<PluginPre, String>>,
     services: SharedServices,
+    config: Config,
+    limits: Limits,
+    http_grants: Vec<HostGrant>,
+    http_overrides: HttpSection,
 }
 
 impl Loader {
+    /// Loads `file` into a fresh sandbox and prepares its tools (schemas checked and
+    /// compiled), ready to be registered.
+    async fn load_plugin(&self, file: PluginFile) -> Plugin {
+        let name = file.stem();
+        let (http_policy, http_settings) =
+            self.config
+                .http_for(&name, &self.http_grants, &self.http_overrides);
+        let settings = PluginSettings {
+            limits: self.config.limits_for(&name, &self.limits),
+            http_policy,
+            http_settings,
+        };
+        let result = self.load(&file.path, name, settings).await;
+        Plugin::prepare(file, result)
+    }
+
     async fn load(&self, path: &Path, name: String, settings: PluginSettings) -> LoadResult {
         let bytes = tokio::fs::read(path)
             .await
@@ -346,47 +476,147 @@ impl Loader {
     }
 }
 
-/// The plugin files of `dirs`: `*.lua` and `*.wasm`, each directory in file-name order.
-fn discover(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, BuildError> {
-    let mut files = Vec::new();
-    for dir in dirs {
-        if !dir.is_dir() {
-            return Err(BuildError::MissingDirectory(dir.clone()));
-        }
-        let entries = std::fs::read_dir(dir)
-            .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?;
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| {
-                path.is_file()
-                    && path
-                        .extension()
-                        .is_some_and(|extension| extension == "lua" || extension == "wasm")
-            })
-            .collect();
-        found.sort();
-        files.extend(found);
-    }
-    Ok(files)
+/// One plugin file as loaded: its sandbox (none if it failed to load) and its tools,
+/// each ready to register or rejected.
+struct Plugin {
+    file: PluginFile,
+    /// What is wrong with the plugin as a whole (failed to load, no tools).
+    diagnostics: Vec<Diagnostic>,
+    /// The tools in registration order: ready, or rejected with the reason.
+    tools: Vec<Result<PreparedTool, Diagnostic>>,
 }
 
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default()
+/// A tool ready to register: what callers see and what the runtime needs to call it.
+#[derive(Clone)]
+struct PreparedTool {
+    info: ToolInfo,
+    entry: ToolEntry,
+}
+
+/// How to call a registered tool.
+#[derive(Clone)]
+struct ToolEntry {
+    handle: PluginHandle,
+    validator: Option<Arc<ArgumentValidator>>,
+    file: PathBuf,
+}
+
+impl Plugin {
+    fn failed(file: PluginFile, message: String) -> Plugin {
+        let diagnostic = Diagnostic {
+            file: file.path.clone(),
+            kind: DiagnosticKind::LoadFailed,
+            message: format!("plugin {} failed to load: {message}", file.display_name()),
+        };
+        Plugin {
+            file,
+            diagnostics: vec![diagnostic],
+            tools: Vec::new(),
+        }
+    }
+
+    /// Checks each registered tool's schema and compiles its validator.
+    fn prepare(file: PluginFile, result: LoadResult) -> Plugin {
+        let (handle, specs) = match result {
+            Ok(loaded) => loaded,
+            Err(message) => return Plugin::failed(file, message),
+        };
+        let display = file.display_name();
+        let mut diagnostics = Vec::new();
+        if specs.is_empty() {
+            diagnostics.push(Diagnostic {
+                file: file.path.clone(),
+                kind: DiagnosticKind::NoTools,
+                message: format!("plugin {display} registered no tools"),
+            });
+        }
+        let tools = specs
+            .into_iter()
+            .map(|spec| {
+                let rejected = |reason: String| Diagnostic {
+                    file: file.path.clone(),
+                    kind: DiagnosticKind::ToolRejected,
+                    message: format!(
+                        "tool '{}' of plugin {display} has an invalid schema and is not registered: {reason}",
+                        spec.name
+                    ),
+                };
+                let (params_schema, validator) = match spec.params_schema.as_deref() {
+                    None => (None, None),
+                    Some(text) => {
+                        let schema = serde_json::from_str::<serde_json::Value>(text)
+                            .map(schema::repair)
+                            .map_err(|error| rejected(format!("not JSON: {error}")))?;
+                        let validator = ArgumentValidator::compile(&schema).map_err(rejected)?;
+                        (Some(schema), Some(Arc::new(validator)))
+                    }
+                };
+                Ok(PreparedTool {
+                    info: ToolInfo {
+                        name: spec.name,
+                        description: spec.description,
+                        params_schema,
+                        timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
+                        no_prompt: spec.no_prompt,
+                        hidden: spec.hidden,
+                        plugin: handle.name().to_string(),
+                    },
+                    entry: ToolEntry {
+                        handle: handle.clone(),
+                        validator,
+                        file: file.path.clone(),
+                    },
+                })
+            })
+            .collect();
+        Plugin {
+            file,
+            diagnostics,
+            tools,
+        }
+    }
+}
+
+/// A plugin file read again (or found gone), ready to take its place in a [`Runtime`]
+/// with [`Runtime::apply`]. Made by [`Runtime::load_file`].
+pub struct PluginUpdate {
+    file: PluginFile,
+    /// The plugin as loaded now; none when the file is gone.
+    plugin: Option<Plugin>,
+}
+
+impl PluginUpdate {
+    /// The plugin file concerned.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Whether the file is gone (the update unregisters its plugin).
+    pub fn is_removal(&self) -> bool {
+        self.plugin.is_none()
+    }
 }
 
 /// Loaded plugins and their tools.
+///
+/// Calls take `&self`; changing the set of plugins ([`Runtime::apply`],
+/// [`Runtime::reload`]) takes `&mut self`, so a server that reloads plugins while it
+/// serves keeps the runtime behind a lock and holds it only to start a call or to swap
+/// a plugin in: a [`Call`] does not borrow the runtime, and loading happens outside.
 pub struct Runtime {
+    /// Every plugin file, in load order.
+    plugins: Vec<Plugin>,
+    /// The registered tools, in load order: derived from `plugins` by `rebuild`.
     tools: Vec<ToolInfo>,
+    /// How to call each tool, parallel to `tools`.
+    entries: Vec<ToolEntry>,
     by_name: HashMap<String, usize>,
-    /// The plugin of each tool, parallel to `tools`.
-    handles: Vec<(PluginHandle, PathBuf)>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
     default_timeout: Duration,
     max_args_bytes: usize,
+    dirs: PluginDirs,
+    loader: Arc<Loader>,
 }
 
 impl Runtime {
@@ -405,89 +635,123 @@ impl Runtime {
         self.by_name.get(name).map(|&index| &self.tools[index])
     }
 
-    /// What went wrong or looked odd while loading.
+    /// What went wrong or looked odd with the plugins as they are loaded now.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
     }
 
-    fn register(&mut self, path: &Path, result: LoadResult) {
-        let file = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (handle, specs) = match result {
-            Ok(loaded) => loaded,
-            Err(message) => {
-                self.diagnose(
-                    path,
-                    DiagnosticKind::LoadFailed,
-                    format!("plugin {file} failed to load: {message}"),
-                );
-                return;
+    /// The plugin directories, in load order, as given to the builder.
+    pub fn plugin_dirs(&self) -> &[PathBuf] {
+        &self.dirs.given
+    }
+
+    /// Reads plugin file `path` again: a future that loads it into a fresh sandbox (or
+    /// finds it gone) without touching this runtime; [`Runtime::apply`] then puts it in
+    /// place. `None` when `path` is not a `*.lua` or `*.wasm` file directly inside one
+    /// of the plugin directories.
+    pub fn load_file(
+        &self,
+        path: &Path,
+    ) -> Option<impl Future<Output = PluginUpdate> + Send + 'static> {
+        let file = self.dirs.locate(path)?;
+        let loader = self.loader.clone();
+        Some(async move {
+            let exists = tokio::fs::metadata(&file.path)
+                .await
+                .is_ok_and(|metadata| metadata.is_file());
+            let plugin = if exists {
+                Some(loader.load_plugin(file.clone()).await)
+            } else {
+                None
+            };
+            PluginUpdate { file, plugin }
+        })
+    }
+
+    /// Replaces, adds or removes the plugin of `update`; every other plugin keeps its
+    /// sandbox and its state. The plugin keeps its place in the load order, so the rule
+    /// that the first registration of a name wins holds as if everything had loaded
+    /// afresh. Calls in flight on the old sandbox finish there; new calls go to the new
+    /// one. Returns the diagnostics that are new (also logged).
+    pub fn apply(&mut self, update: PluginUpdate) -> Vec<Diagnostic> {
+        let position = self
+            .plugins
+            .binary_search_by(|plugin| plugin.file.order().cmp(&update.file.order()));
+        match (position, update.plugin) {
+            (Ok(index), Some(plugin)) => self.plugins[index] = plugin,
+            (Err(index), Some(plugin)) => self.plugins.insert(index, plugin),
+            (Ok(index), None) => {
+                self.plugins.remove(index);
             }
-        };
-        if specs.is_empty() {
-            self.diagnose(
-                path,
-                DiagnosticKind::NoTools,
-                format!("plugin {file} registered no tools"),
-            );
+            (Err(_), None) => {}
         }
-        for spec in specs {
-            if let Some(&existing) = self.by_name.get(&spec.name) {
-                let (_, first) = &self.handles[existing];
-                let message = format!(
-                    "tool '{}' of plugin {file} is already registered by plugin {}; the first one stays",
-                    spec.name,
-                    first
-                        .file_name()
-                        .map(|name| name.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                );
-                self.diagnose(path, DiagnosticKind::ToolCollision, message);
-                continue;
-            }
-            let params_schema = match spec
-                .params_schema
-                .as_deref()
-                .map(serde_json::from_str::<serde_json::Value>)
-            {
-                None => None,
-                Some(Ok(schema)) => Some(schema::repair(schema)),
-                Some(Err(error)) => {
-                    let message = format!(
-                        "tool '{}' of plugin {file} has an unreadable schema: {error}",
-                        spec.name
-                    );
-                    self.diagnose(path, DiagnosticKind::ToolRejected, message);
+        let before = std::mem::take(&mut self.diagnostics);
+        self.rebuild();
+        let new: Vec<Diagnostic> = self
+            .diagnostics
+            .iter()
+            .filter(|diagnostic| !before.contains(diagnostic))
+            .cloned()
+            .collect();
+        for diagnostic in &new {
+            tracing::warn!("{}", diagnostic.message);
+        }
+        new
+    }
+
+    /// [`Runtime::load_file`] and [`Runtime::apply`] in one step, for callers that own
+    /// the runtime outright. `None` when `path` is not a plugin file of this runtime.
+    pub async fn reload(&mut self, path: &Path) -> Option<Vec<Diagnostic>> {
+        let update = self.load_file(path)?.await;
+        Some(self.apply(update))
+    }
+
+    /// Derives the registry from the plugins in load order: the first registration of a
+    /// name wins, later ones are reported.
+    fn rebuild(&mut self) {
+        self.tools.clear();
+        self.entries.clear();
+        self.by_name.clear();
+        self.diagnostics.clear();
+        for plugin in &self.plugins {
+            self.diagnostics.extend(plugin.diagnostics.iter().cloned());
+            for tool in &plugin.tools {
+                let tool = match tool {
+                    Ok(tool) => tool,
+                    Err(rejected) => {
+                        self.diagnostics.push(rejected.clone());
+                        continue;
+                    }
+                };
+                if let Some(&existing) = self.by_name.get(&tool.info.name) {
+                    let first = &self.entries[existing].file;
+                    self.diagnostics.push(Diagnostic {
+                        file: plugin.file.path.clone(),
+                        kind: DiagnosticKind::ToolCollision,
+                        message: format!(
+                            "tool '{}' of plugin {} is already registered by plugin {}; the first one stays",
+                            tool.info.name,
+                            plugin.file.display_name(),
+                            first
+                                .file_name()
+                                .map(|name| name.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        ),
+                    });
                     continue;
                 }
-            };
-            self.by_name.insert(spec.name.clone(), self.tools.len());
-            self.tools.push(ToolInfo {
-                name: spec.name,
-                description: spec.description,
-                params_schema,
-                timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
-                no_prompt: spec.no_prompt,
-                hidden: spec.hidden,
-                plugin: handle.name().to_string(),
-            });
-            self.handles.push((handle.clone(), path.to_path_buf()));
+                self.by_name
+                    .insert(tool.info.name.clone(), self.tools.len());
+                self.tools.push(tool.info.clone());
+                self.entries.push(tool.entry.clone());
+            }
         }
     }
 
-    fn diagnose(&mut self, file: &Path, kind: DiagnosticKind, message: String) {
-        tracing::warn!("{message}");
-        self.diagnostics.push(Diagnostic {
-            file: file.to_path_buf(),
-            kind,
-            message,
-        });
-    }
-
-    /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The returned
-    /// [`Call`] resolves to the outcome; dropping it cancels the call.
+    /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
+    /// must be a JSON object that satisfies the tool's `params_schema`; otherwise the
+    /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
+    /// dropping it cancels the call.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
         let index = *self
             .by_name
@@ -497,14 +761,14 @@ impl Runtime {
                 suggestion: closest(tool, self.tools.iter().map(|tool| tool.name.as_str())),
             })?;
         let info = &self.tools[index];
-        self.check_arguments(tool, args_json)?;
+        let entry = &self.entries[index];
+        self.check_arguments(tool, args_json, entry.validator.as_deref())?;
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let timeout = info.timeout.unwrap_or(self.default_timeout);
-        let (handle, _) = &self.handles[index];
-        let outcome = handle.start(id, tool, args_json.to_string(), timeout);
+        let outcome = entry.handle.start(id, tool, args_json.to_string(), timeout);
         Ok(Call {
             id,
-            handle: handle.clone(),
+            handle: entry.handle.clone(),
             outcome,
             finished: false,
         })
@@ -515,7 +779,12 @@ impl Runtime {
         Ok(self.call(tool, args_json)?.await)
     }
 
-    fn check_arguments(&self, tool: &str, args_json: &str) -> Result<(), InvokeError> {
+    fn check_arguments(
+        &self,
+        tool: &str,
+        args_json: &str,
+        validator: Option<&ArgumentValidator>,
+    ) -> Result<(), InvokeError> {
         let invalid = |message: String| InvokeError::InvalidArguments {
             tool: tool.to_string(),
             message,
@@ -527,13 +796,19 @@ impl Runtime {
                 crate::limits::format_bytes(self.max_args_bytes as u64)
             )));
         }
-        match serde_json::from_str::<serde_json::Value>(args_json) {
-            Ok(serde_json::Value::Object(_)) => Ok(()),
-            Ok(other) => Err(invalid(format!(
-                "expected a JSON object, got {}",
-                json_kind(&other)
-            ))),
-            Err(error) => Err(invalid(format!("not valid JSON: {error}"))),
+        let args = match serde_json::from_str::<serde_json::Value>(args_json) {
+            Ok(args @ serde_json::Value::Object(_)) => args,
+            Ok(other) => {
+                return Err(invalid(format!(
+                    "expected a JSON object, got {}",
+                    json_kind(&other)
+                )));
+            }
+            Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
+        };
+        match validator {
+            Some(validator) => validator.check(&args).map_err(invalid),
+            None => Ok(()),
         }
     }
 }
