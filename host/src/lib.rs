@@ -17,6 +17,8 @@ pub mod files;
 mod guest;
 pub mod http;
 pub mod limits;
+pub mod mcp;
+pub mod reload;
 mod runtime;
 mod sandbox;
 pub mod schema;

@@ -6,6 +6,7 @@
 
 mod call;
 mod list;
+mod serve;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ enum Command {
     Call(call::CallArgs),
     /// List the tools of the loaded plugins.
     List(list::ListArgs),
+    /// Serve the tools of the loaded plugins to MCP clients (stdio, or streamable HTTP).
+    Serve(serve::ServeArgs),
 }
 
 /// Where plugins come from and what they may touch; shared by every command that
@@ -129,6 +132,7 @@ pub fn main() -> ExitCode {
     let code = match cli.command {
         Command::Call(args) => call::run(&runtime, args),
         Command::List(args) => list::run(&runtime, args),
+        Command::Serve(args) => serve::run(&runtime, args),
     };
     // Plugins may have timers or requests pending; do not wait for them.
     runtime.shutdown_background();
@@ -136,8 +140,10 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(verbose: u8) {
+    // The MCP SDK logs every error response it sends (an unknown tool, a cancelled
+    // call) as a warning; those are the client's business, not the log's.
     let default = match verbose {
-        0 => "warn",
+        0 => "warn,rmcp=error",
         1 => "info",
         _ => "debug",
     };
