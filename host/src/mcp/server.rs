@@ -18,6 +18,7 @@
 //! - With `--watch`, `notifications/tools/list_changed` after a reload changed the tools:
 //!   to sessions that began with `initialize`, and on `subscriptions/listen` streams.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -44,6 +45,9 @@ pub struct ToolServer {
     /// list-changed forwarder.
     session: CancellationToken,
     _session_guard: DropGuard,
+    /// Whether this session's list-changed forwarder runs (one per session, however
+    /// often the client says `initialized`).
+    forwarding: AtomicBool,
 }
 
 impl ToolServer {
@@ -54,6 +58,7 @@ impl ToolServer {
             shared,
             _session_guard: session.clone().drop_guard(),
             session,
+            forwarding: AtomicBool::new(false),
         }
     }
 
@@ -185,7 +190,7 @@ impl ServerHandler for ToolServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if !self.shared.options.watch {
+        if !self.shared.options.watch || self.forwarding.swap(true, Ordering::Relaxed) {
             return;
         }
         // A session that began with `initialize` gets list changes as plain
