@@ -22,16 +22,19 @@ pub mod inspect;
 pub mod integrity;
 pub mod limits;
 pub mod manifest;
+pub mod mcp;
 pub mod pack;
+pub mod reload;
 mod runtime;
 mod sandbox;
 pub mod schema;
 pub mod signature;
 mod source;
+mod validation;
 pub mod wit_version;
 
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, Runtime, RuntimeBuilder,
-    Severity, ToolInfo,
+    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
+    RuntimeBuilder, Severity, ToolInfo,
 };
 pub use sandbox::CallOutcome;

@@ -91,16 +91,76 @@ pub fn empty_parameters() -> Value {
     json!({ "type": "object", "properties": {} })
 }
 
-/// A tool as an OpenAI-style function definition.
+/// The tool's parameters schema as models get it: its `params_schema`, or
+/// [`empty_parameters`] when it has none.
+pub fn parameters(tool: &ToolInfo) -> Value {
+    tool.params_schema.clone().unwrap_or_else(empty_parameters)
+}
+
+/// The tool-definition formats of the model providers (`toolcell list --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenAI function calling: `{"type":"function","function":{name, description, parameters}}`.
+    OpenAi,
+    /// Anthropic tool use: `{name, description, input_schema}`.
+    Anthropic,
+    /// Model Context Protocol `tools/list` entries: `{name, description, inputSchema}`.
+    Mcp,
+}
+
+/// The definitions of every tool that is not hidden, in load order, as a JSON array in
+/// `format`: what a provider's API takes as its list of tools.
+pub fn definitions(tools: &[ToolInfo], format: Format) -> Value {
+    let convert = match format {
+        Format::OpenAi => openai_function,
+        Format::Anthropic => anthropic_tool,
+        Format::Mcp => mcp_tool,
+    };
+    Value::Array(
+        tools
+            .iter()
+            .filter(|tool| !tool.hidden)
+            .map(convert)
+            .collect(),
+    )
+}
+
+/// A tool as an OpenAI-style function definition (`description` always present, empty
+/// when the plugin gave none).
 pub fn openai_function(tool: &ToolInfo) -> Value {
     json!({
         "type": "function",
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.params_schema.clone().unwrap_or_else(empty_parameters),
+            "parameters": parameters(tool),
         }
     })
+}
+
+/// A tool as an Anthropic tool definition (no `description` when the plugin gave none).
+pub fn anthropic_tool(tool: &ToolInfo) -> Value {
+    with_description(
+        json!({ "name": tool.name, "input_schema": parameters(tool) }),
+        tool,
+    )
+}
+
+/// A tool as an MCP `Tool` (no `description` when the plugin gave none).
+pub fn mcp_tool(tool: &ToolInfo) -> Value {
+    with_description(
+        json!({ "name": tool.name, "inputSchema": parameters(tool) }),
+        tool,
+    )
+}
+
+fn with_description(mut definition: Value, tool: &ToolInfo) -> Value {
+    if !tool.description.is_empty()
+        && let Some(object) = definition.as_object_mut()
+    {
+        object.insert("description".to_string(), json!(tool.description));
+    }
+    definition
 }
 
 #[cfg(test)]
@@ -121,6 +181,49 @@ mod tests {
                 "required": [],
                 "properties": { "required": {}, "tags": { "type": "array", "enum": [] } }
             })
+        );
+    }
+
+    fn tool(name: &str, description: &str, schema: Option<Value>, hidden: bool) -> ToolInfo {
+        ToolInfo {
+            name: name.to_string(),
+            description: description.to_string(),
+            params_schema: schema,
+            timeout: None,
+            no_prompt: false,
+            hidden,
+            plugin: "p".to_string(),
+        }
+    }
+
+    #[test]
+    fn each_format_carries_name_description_and_schema_under_its_own_keys() {
+        let schema = json!({ "type": "object", "properties": { "q": { "type": "string" } } });
+        let tools = [
+            tool("search", "Find things", Some(schema.clone()), false),
+            tool("bare", "", None, false),
+            tool("secret", "Not for models", None, true),
+        ];
+        assert_eq!(
+            definitions(&tools, Format::OpenAi),
+            json!([
+                { "type": "function", "function": { "name": "search", "description": "Find things", "parameters": schema } },
+                { "type": "function", "function": { "name": "bare", "description": "", "parameters": empty_parameters() } },
+            ])
+        );
+        assert_eq!(
+            definitions(&tools, Format::Anthropic),
+            json!([
+                { "name": "search", "description": "Find things", "input_schema": schema },
+                { "name": "bare", "input_schema": empty_parameters() },
+            ])
+        );
+        assert_eq!(
+            definitions(&tools, Format::Mcp),
+            json!([
+                { "name": "search", "description": "Find things", "inputSchema": schema },
+                { "name": "bare", "inputSchema": empty_parameters() },
+            ])
         );
     }
 

@@ -9,7 +9,9 @@
 //!   print one line on stderr, nothing on stdout, and exit 2.
 //! * Load-time failures are reported on stderr and skip only the plugin concerned.
 //! * Plugins load in a deterministic order; the first registration of a name wins.
-//! * `list` prints a table, or with `--json` OpenAI-style function definitions.
+//! * `list` prints a table, or with `--json` OpenAI-style function definitions
+//!   (`--format openai|anthropic|mcp` for each provider's).
+//! * Arguments that fail the tool's `params_schema` are a usage error; the tool never runs.
 //! * `--config`, `--root`, `CLM_DEBUG_LOG`/`TOOLCELL_DEBUG_LOG` and `--allow-http`
 //!   behave as clm-tool(5) and the toolcell README describe.
 
@@ -655,6 +657,89 @@ fn arguments_that_are_not_a_json_object_are_a_usage_error() {
     }
 }
 
+const CHECKED_MARKING_PLUGIN: &str = r#"
+clm.tool_register("greet", {
+  params_schema = {
+    type = "object",
+    properties = { name = { type = "string" }, times = { type = "integer", minimum = 1 } },
+    required = { "name" },
+  },
+  invoke = function(args, ctx)
+    clm.write_file("ran.txt", "the tool ran")
+    ctx:complete("hi " .. args.name)
+  end,
+})
+"#;
+
+#[test]
+fn arguments_that_fail_the_schema_are_a_usage_error_and_the_tool_never_runs() {
+    let plugins = plugin_dir(&[("greet.lua", CHECKED_MARKING_PLUGIN)]);
+    let root = temp_dir();
+    let cases = [
+        (
+            r#"{"name": 5}"#,
+            r#"error: invalid arguments for 'greet': value at `/name` is not of type "string""#,
+        ),
+        (
+            r#"{"times": 0}"#,
+            r#"error: invalid arguments for 'greet': "name" is a required property; value at `/times` is less than the minimum of 1"#,
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--root")
+            .arg(root.path())
+            .arg("greet")
+            .arg(args));
+        assert_eq!(output.usage_error(), expected, "{args}{output}");
+        assert!(
+            !root.path().join("ran.txt").exists(),
+            "the tool must not run with arguments that fail its schema {args}{output}"
+        );
+    }
+    let output = run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("--root")
+        .arg(root.path())
+        .arg("greet")
+        .arg(r#"{"name": "you", "times": 2}"#));
+    output.assert_completed("hi you");
+}
+
+#[test]
+fn a_tool_with_an_invalid_schema_is_reported_and_not_registered() {
+    let plugins = plugin_dir(&[(
+        "odd.lua",
+        r#"
+clm.tool_register("odd", {
+  params_schema = { type = "object", properties = { n = { minimum = "one" } } },
+  invoke = function(_, ctx) ctx:complete("") end,
+})
+clm.tool_register("even", { invoke = function(_, ctx) ctx:complete("even") end })
+"#,
+    )]);
+    let output = call(plugins.path(), "even", None);
+    output.assert_completed("even");
+    output.assert_stderr_line(&[
+        "odd.lua",
+        "'odd'",
+        "invalid schema",
+        "/properties/n/minimum",
+    ]);
+    let output = call(plugins.path(), "odd", None);
+    assert_eq!(
+        output.code,
+        Some(2),
+        "the rejected tool is not registered{output}"
+    );
+    output.assert_stderr_line(&["error: unknown tool 'odd'"]);
+}
+
 #[test]
 fn a_missing_plugin_directory_is_a_usage_error() {
     let plugins = plugin_dir(&[("echo.lua", MARKING_PLUGIN)]);
@@ -1023,6 +1108,71 @@ clm.tool_register("internal", { description = "A helper for other plugins", hidd
         ],
         "hidden tools are left out; a tool without a schema takes any object{output}"
     );
+}
+
+#[test]
+fn list_formats_print_each_providers_tool_definitions() {
+    let plugins = plugin_dir(&[(
+        "formats.lua",
+        r#"
+local function noop(_, ctx) ctx:complete("") end
+clm.tool_register("search", {
+  description = "Search the notes",
+  params_schema = { type = "object", properties = { query = { type = "string" } }, required = { "query" } },
+  invoke = noop,
+})
+clm.tool_register("bare", { invoke = noop })
+clm.tool_register("internal", { description = "hidden", hidden = true, invoke = noop })
+"#,
+    )]);
+    let search_schema = json!({
+        "type": "object",
+        "properties": { "query": { "type": "string" } },
+        "required": ["query"],
+    });
+    let empty = json!({ "type": "object", "properties": {} });
+    let list = |format: &str| {
+        list_json(
+            toolcell()
+                .args(["list", "--format", format, "--plugins"])
+                .arg(plugins.path()),
+        )
+        .1
+    };
+    assert_eq!(
+        list("anthropic"),
+        vec![
+            json!({ "name": "search", "description": "Search the notes", "input_schema": search_schema }),
+            json!({ "name": "bare", "input_schema": empty }),
+        ]
+    );
+    assert_eq!(
+        list("mcp"),
+        vec![
+            json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema }),
+            json!({ "name": "bare", "inputSchema": empty }),
+        ]
+    );
+    let (_, json_output) = list_json(
+        toolcell()
+            .args(["list", "--json", "--plugins"])
+            .arg(plugins.path()),
+    );
+    assert_eq!(list("openai"), json_output, "--json is --format openai");
+    assert_eq!(function_names(&json_output), ["search", "bare"]);
+
+    let table = run(toolcell()
+        .args(["list", "--format", "table", "--plugins"])
+        .arg(plugins.path()));
+    let default = run(toolcell().args(["list", "--plugins"]).arg(plugins.path()));
+    assert_eq!(
+        table.stdout, default.stdout,
+        "the table is the default{table}"
+    );
+    let bad = run(toolcell()
+        .args(["list", "--format", "yaml", "--plugins"])
+        .arg(plugins.path()));
+    assert_eq!(bad.code, Some(2), "an unknown format is a usage error{bad}");
 }
 
 #[test]

@@ -2,18 +2,36 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::{PluginArgs, usage_error};
-use crate::{ToolInfo, schema};
+use crate::ToolInfo;
+use crate::schema::{self, Format};
 
 #[derive(Args)]
 pub(super) struct ListArgs {
     #[command(flatten)]
     plugins: PluginArgs,
-    /// Print OpenAI-style function definitions of the tools the model may see.
-    #[arg(long)]
+    /// How to print the tools: a table, or the definitions (of the tools that are not
+    /// hidden) as a provider's API takes them.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    format: ListFormat,
+    /// The same as --format openai.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+}
+
+/// What `--format` accepts.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ListFormat {
+    /// A table for people (every tool, hidden ones included).
+    Table,
+    /// OpenAI function definitions: [{"type":"function","function":{name, description, parameters}}].
+    Openai,
+    /// Anthropic tool definitions: [{name, description, input_schema}].
+    Anthropic,
+    /// MCP tools as tools/list gives them: [{name, description, inputSchema}].
+    Mcp,
 }
 
 pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode {
@@ -21,19 +39,18 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode
         Ok(tools) => tools,
         Err(message) => return usage_error(&message),
     };
-    if args.json {
-        let functions: Vec<serde_json::Value> = tools
-            .tools()
-            .iter()
-            .filter(|tool| !tool.hidden)
-            .map(schema::openai_function)
-            .collect();
-        match serde_json::to_string_pretty(&functions) {
-            Ok(text) => println!("{text}"),
-            Err(error) => return usage_error(&format!("cannot encode the tool list: {error}")),
+    let format = match (args.json, args.format) {
+        (true, _) | (false, ListFormat::Openai) => Format::OpenAi,
+        (false, ListFormat::Anthropic) => Format::Anthropic,
+        (false, ListFormat::Mcp) => Format::Mcp,
+        (false, ListFormat::Table) => {
+            print!("{}", table(tools.tools()));
+            return ExitCode::SUCCESS;
         }
-    } else {
-        print!("{}", table(tools.tools()));
+    };
+    match serde_json::to_string_pretty(&schema::definitions(tools.tools(), format)) {
+        Ok(text) => println!("{text}"),
+        Err(error) => return usage_error(&format!("cannot encode the tool list: {error}")),
     }
     ExitCode::SUCCESS
 }

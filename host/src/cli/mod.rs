@@ -9,6 +9,7 @@ mod check;
 mod inspect;
 mod list;
 mod pack;
+mod serve;
 mod sign;
 
 use std::io::IsTerminal;
@@ -58,6 +59,8 @@ enum Command {
     Verify(sign::VerifyArgs),
     /// Create an Ed25519 signing key and print its public key.
     Keygen(sign::KeygenArgs),
+    /// Serve the tools of the loaded plugins to MCP clients (stdio, or streamable HTTP).
+    Serve(serve::ServeArgs),
 }
 
 /// Where plugins come from and what they may touch; shared by every command that
@@ -186,6 +189,7 @@ pub fn main() -> ExitCode {
         Command::Sign(args) => sign::sign(args),
         Command::Verify(args) => sign::verify(args),
         Command::Keygen(args) => sign::keygen(args),
+        Command::Serve(args) => serve::run(&runtime, args),
     };
     // Plugins may have timers or requests pending; do not wait for them.
     runtime.shutdown_background();
@@ -193,9 +197,11 @@ pub fn main() -> ExitCode {
 }
 
 fn init_logging(verbose: u8, quiet: bool) {
+    // The MCP SDK logs every error response it sends (an unknown tool, a cancelled
+    // call) as a warning; those are the client's business, not the log's.
     let default = match verbose {
         0 if quiet => "error",
-        0 => "warn",
+        0 => "warn,rmcp=error",
         1 => "info",
         _ => "debug",
     };

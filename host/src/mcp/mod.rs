@@ -1,0 +1,76 @@
+//! `toolcell serve`: every loaded plugin's tools offered to any agent that speaks the
+//! Model Context Protocol, through the official Rust SDK (`rmcp`).
+//!
+//! - `server`: the protocol handler: `tools/list`, `tools/call` (arguments validated by
+//!   the runtime, cancellation, progress) and `notifications/tools/list_changed`;
+//! - `stdio`: the stdio transport, with the real stdout kept for the protocol alone;
+//! - `http`: the streamable HTTP transport.
+//!
+//! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
+//! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
+//! changes from hot reload (`crate::reload`), and the server's shutdown signal.
+
+mod http;
+mod server;
+mod stdio;
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+pub use http::{ENDPOINT, serve_http};
+pub use stdio::serve_stdio;
+
+use crate::Runtime;
+
+/// The name of the built-in tool of `--bench-floor-tool`: it answers at once without
+/// entering a sandbox, so that a benchmark can measure the protocol's own round trip.
+pub const FLOOR_TOOL: &str = "toolcell-floor";
+
+/// What every MCP session of one server shares.
+#[derive(Clone)]
+pub struct Shared {
+    runtime: Arc<RwLock<Runtime>>,
+    changes: broadcast::Sender<()>,
+    shutdown: CancellationToken,
+    options: ServeOptions,
+}
+
+/// How the server behaves beyond what the runtime decides.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServeOptions {
+    /// Plugins are reloaded when their files change, so the tool list may change:
+    /// advertise `tools.listChanged` and send the notifications.
+    pub watch: bool,
+    /// Offer [`FLOOR_TOOL`] (benchmarks only).
+    pub floor_tool: bool,
+}
+
+impl Shared {
+    /// The state of a server over `runtime`.
+    pub fn new(runtime: Arc<RwLock<Runtime>>, options: ServeOptions) -> Shared {
+        let (changes, _) = broadcast::channel(16);
+        Shared {
+            runtime,
+            changes,
+            shutdown: CancellationToken::new(),
+            options,
+        }
+    }
+
+    /// Tells every session that the tool list changed.
+    pub fn tools_changed(&self) {
+        // No receiver means no session listens; nothing to tell.
+        let _ = self.changes.send(());
+    }
+
+    /// Stops the server: calls in flight are cancelled in their sandboxes.
+    pub fn shut_down(&self) {
+        self.shutdown.cancel();
+    }
+
+    fn runtime(&self) -> RwLockReadGuard<'_, Runtime> {
+        self.runtime.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}

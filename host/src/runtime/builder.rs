@@ -1,0 +1,241 @@
+//! Configuring and loading a [`Runtime`]: where plugins come from, what the user's
+//! policy allows them, and the first load of every plugin file.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use crate::cache::CodeCache;
+use crate::config::{Config, HttpSection};
+use crate::debug_log::DebugLog;
+use crate::engine;
+use crate::files::{FileAccess, FileRoot};
+use crate::http::HostGrant;
+use crate::integrity::Pins;
+use crate::limits::Limits;
+use crate::sandbox::SharedServices;
+use crate::signature::TrustPolicy;
+
+use super::Runtime;
+use super::loader::{Loader, Policy};
+use super::plugin::{Plugin, PluginDirs};
+
+/// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
+/// the CLI), never a plugin's.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A plugin directory does not exist or is not a directory.
+    #[error("plugin directory {0} does not exist or is not a directory")]
+    MissingDirectory(PathBuf),
+    /// A plugin file given by name does not exist or is not a file.
+    #[error("plugin file {0} does not exist or is not a file")]
+    MissingFile(PathBuf),
+    /// A plugin directory could not be read.
+    #[error("cannot read plugin directory {0}: {1}")]
+    UnreadableDirectory(PathBuf, std::io::Error),
+    /// The file root could not be opened.
+    #[error("cannot use {0} as the file root: {1}")]
+    Root(PathBuf, std::io::Error),
+    /// The debug log could not be opened.
+    #[error("cannot open the debug log {0}: {1}")]
+    DebugLog(PathBuf, std::io::Error),
+    /// The engine could not be set up.
+    #[error("cannot set up the sandbox engine: {0}")]
+    Engine(String),
+}
+
+/// Configures and loads a [`Runtime`].
+pub struct RuntimeBuilder {
+    plugin_dirs: Vec<PathBuf>,
+    plugin_files: Vec<PathBuf>,
+    config: Config,
+    root: Option<PathBuf>,
+    limits: Limits,
+    http_grants: Vec<HostGrant>,
+    http_overrides: HttpSection,
+    file_access: Option<FileAccess>,
+    pins: Pins,
+    trust: Option<TrustPolicy>,
+    debug_log: Option<PathBuf>,
+    cache: CodeCache,
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        RuntimeBuilder {
+            plugin_dirs: Vec::new(),
+            plugin_files: Vec::new(),
+            config: Config::default(),
+            root: None,
+            limits: Limits::default(),
+            http_grants: Vec::new(),
+            http_overrides: HttpSection::default(),
+            file_access: None,
+            pins: Pins::default(),
+            trust: None,
+            debug_log: DebugLog::path_from_env(),
+            cache: CodeCache::from_env(),
+        }
+    }
+}
+
+impl RuntimeBuilder {
+    /// Loads every `*.lua` and `*.wasm` file of `dir` (in file-name order, after the
+    /// directories added before it).
+    pub fn plugin_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.plugin_dirs.push(dir.into());
+        self
+    }
+
+    /// Loads one plugin file (`*.lua` or `*.wasm`), after the directories' plugins.
+    pub fn plugin_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.plugin_files.push(file.into());
+        self
+    }
+
+    /// Uses a parsed configuration file.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The only directory tree plugins may read and write (default: the current
+    /// directory).
+    pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root = Some(root.into());
+        self
+    }
+
+    /// The limits every plugin starts from (the configuration file may refine them).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Grants every plugin HTTP access to a host the default policy refuses.
+    pub fn allow_http(mut self, grant: HostGrant) -> Self {
+        self.http_grants.push(grant);
+        self
+    }
+
+    /// HTTP bounds (and grants, as text) that win over the configuration file's, for
+    /// every plugin: what the command line says.
+    pub fn http_overrides(mut self, overrides: HttpSection) -> Self {
+        self.http_overrides = overrides;
+        self
+    }
+
+    /// The most file access any plugin may get, over the configuration file's
+    /// (`--files`).
+    pub fn file_access(mut self, access: FileAccess) -> Self {
+        self.file_access = Some(access);
+        self
+    }
+
+    /// Digests plugin files must match (`--lock`, `--require-sha256`); a file that
+    /// does not is refused.
+    pub fn pins(mut self, pins: Pins) -> Self {
+        self.pins = pins;
+        self
+    }
+
+    /// The trust policy for signatures, instead of the configuration file's `[trust]`.
+    pub fn trust(mut self, trust: TrustPolicy) -> Self {
+        self.trust = Some(trust);
+        self
+    }
+
+    /// Appends `ctx:log` and `print` output to `path` (default: `CLM_DEBUG_LOG` or
+    /// `TOOLCELL_DEBUG_LOG`); `None` turns the debug log off.
+    pub fn debug_log(mut self, path: Option<PathBuf>) -> Self {
+        self.debug_log = path;
+        self
+    }
+
+    /// Where compiled code is cached (default: see [`CodeCache::from_env`]).
+    pub fn cache(mut self, cache: CodeCache) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// Finds the plugin files, checks and loads each into its own sandbox
+    /// (concurrently), and registers their tools in a deterministic order. A plugin
+    /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
+    /// skipped; the others load.
+    pub async fn build(self) -> Result<Runtime, BuildError> {
+        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
+        let files = dirs.discover()?;
+        let root = match &self.root {
+            Some(root) => root.clone(),
+            None => std::env::current_dir()
+                .map_err(|error| BuildError::Root(PathBuf::from("."), error))?,
+        };
+        let files_root =
+            Arc::new(FileRoot::open(&root).map_err(|error| BuildError::Root(root.clone(), error))?);
+        let debug_log = match &self.debug_log {
+            Some(path) => {
+                Some(Arc::new(DebugLog::open(path).map_err(|error| {
+                    BuildError::DebugLog(path.clone(), error)
+                })?))
+            }
+            None => None,
+        };
+        let engine = engine::shared().map_err(BuildError::Engine)?.clone();
+        let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
+        let max_args_bytes = self.limits.max_args_bytes;
+        let services = SharedServices {
+            tool_config: Arc::new(self.config.tool_config_json()),
+            files: Some(files_root),
+            debug_log,
+        };
+        let policy = Policy {
+            config: self.config,
+            limits: self.limits,
+            http_grants: self.http_grants,
+            http_overrides: self.http_overrides,
+            file_access: self.file_access,
+            pins: self.pins,
+            trust,
+        };
+        let loader = Arc::new(
+            Loader::new(engine, self.cache, services, policy).map_err(BuildError::Engine)?,
+        );
+        let mut loads = tokio::task::JoinSet::new();
+        for (index, file) in files.iter().enumerate() {
+            let (loader, file) = (loader.clone(), file.clone());
+            loads.spawn(async move { (index, loader.load_plugin(file).await) });
+        }
+        let mut plugins: Vec<Option<Plugin>> = files.iter().map(|_| None).collect();
+        while let Some(joined) = loads.join_next().await {
+            match joined {
+                Ok((index, plugin)) => plugins[index] = Some(plugin),
+                Err(error) => tracing::error!("a plugin load task failed: {error}"),
+            }
+        }
+        let plugins = files
+            .into_iter()
+            .zip(plugins)
+            .map(|(file, plugin)| {
+                plugin.unwrap_or_else(|| Plugin::unfinished(file, "the load task did not finish"))
+            })
+            .collect();
+        let mut runtime = Runtime {
+            plugins,
+            infos: Vec::new(),
+            tools: Vec::new(),
+            entries: Vec::new(),
+            by_name: HashMap::new(),
+            diagnostics: Vec::new(),
+            next_call: AtomicU64::new(1),
+            max_args_bytes,
+            dirs,
+            loader,
+        };
+        runtime.rebuild();
+        for diagnostic in &runtime.diagnostics {
+            tracing::warn!("{}", diagnostic.message);
+        }
+        Ok(runtime)
+    }
+}

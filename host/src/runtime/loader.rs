@@ -1,0 +1,219 @@
+//! Turning one plugin file into a running sandbox: admission checks (pins, signatures,
+//! WIT version, manifest), the grant of capabilities, compilation and the `load` step.
+
+use std::sync::Arc;
+
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
+use crate::bindings::ToolSpec;
+use crate::cache::CodeCache;
+use crate::config::{Config, HttpSection};
+use crate::files::FileAccess;
+use crate::grants::{self, Allowed};
+use crate::guest;
+use crate::http::HostGrant;
+use crate::integrity::Pins;
+use crate::limits::Limits;
+use crate::manifest::Manifest;
+use crate::sandbox::{
+    self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices, StoreState,
+};
+use crate::signature::TrustPolicy;
+use crate::source::{self, Admission, Code, Refusal};
+
+use super::diagnostic::{DiagnosticKind, Severity};
+use super::plugin::{Plugin, PluginFile};
+
+/// What the user's policy says, for every plugin of a runtime.
+pub(super) struct Policy {
+    pub config: Config,
+    pub limits: Limits,
+    pub http_grants: Vec<HostGrant>,
+    pub http_overrides: HttpSection,
+    pub file_access: Option<FileAccess>,
+    pub pins: Pins,
+    pub trust: TrustPolicy,
+}
+
+impl Policy {
+    /// What the policy allows plugin `id`.
+    fn allowed_for(&self, id: &str) -> Allowed {
+        let (http_policy, http_settings) =
+            self.config
+                .http_for(id, &self.http_grants, &self.http_overrides);
+        Allowed {
+            limits: self.config.limits_for(id, &self.limits),
+            http_policy,
+            http_settings,
+            files: self.config.files_for(id, self.file_access),
+        }
+    }
+}
+
+/// A loaded plugin: its actor, the tools it registered and its manifest.
+pub(super) struct Loaded {
+    pub handle: PluginHandle,
+    pub specs: Vec<ToolSpec>,
+    pub manifest: Manifest,
+}
+
+/// The outcome of loading one file, with the warnings it produced either way.
+pub(super) struct LoadReport {
+    pub warnings: Vec<(DiagnosticKind, Severity, String)>,
+    pub outcome: Result<Loaded, Refusal>,
+}
+
+impl LoadReport {
+    fn refused(kind: DiagnosticKind, message: String) -> Self {
+        LoadReport {
+            warnings: Vec::new(),
+            outcome: Err(Refusal { kind, message }),
+        }
+    }
+}
+
+/// Turns plugin files into loaded plugins; compiles the Lua guest once, on first need.
+/// Shared by the first load and every reload of a runtime.
+pub(super) struct Loader {
+    engine: Engine,
+    linker: Linker<StoreState>,
+    cache: CodeCache,
+    lua: tokio::sync::OnceCell<Result<PluginPre, String>>,
+    services: SharedServices,
+    policy: Arc<Policy>,
+}
+
+impl Loader {
+    pub fn new(
+        engine: Engine,
+        cache: CodeCache,
+        services: SharedServices,
+        policy: Policy,
+    ) -> Result<Loader, String> {
+        let mut linker = Linker::new(&engine);
+        sandbox::add_to_linker(&mut linker).map_err(|error| format!("{error:#}"))?;
+        Ok(Loader {
+            engine,
+            linker,
+            cache,
+            lua: tokio::sync::OnceCell::new(),
+            services,
+            policy: Arc::new(policy),
+        })
+    }
+
+    /// Loads `file` into a fresh sandbox and prepares its tools (names and schemas
+    /// checked, validators compiled), ready to be registered.
+    pub async fn load_plugin(&self, file: PluginFile) -> Plugin {
+        let report = self.load(&file).await;
+        Plugin::prepare(file, report)
+    }
+
+    async fn load(&self, file: &PluginFile) -> LoadReport {
+        let path = file.path.clone();
+        let policy = self.policy.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let admission = Admission {
+                pins: &policy.pins,
+                trust: &policy.trust,
+            };
+            source::read(&path, &admission)
+        })
+        .await;
+        let source = match read {
+            Ok(Ok(source)) => source,
+            Ok(Err(refusal)) => {
+                return LoadReport {
+                    warnings: Vec::new(),
+                    outcome: Err(refusal),
+                };
+            }
+            Err(error) => {
+                return LoadReport::refused(
+                    DiagnosticKind::LoadFailed,
+                    format!("reading the file was interrupted: {error}"),
+                );
+            }
+        };
+        let mut warnings = source.warnings;
+        let manifest = source.manifest;
+        let granted = grants::grant(&manifest, self.policy.allowed_for(&manifest.id));
+        warnings.extend(granted.denials.iter().map(|denial| {
+            (
+                DiagnosticKind::CapabilityDenied,
+                Severity::Warning,
+                denial.clone(),
+            )
+        }));
+        let pre = match source.code {
+            Code::EmbeddedLua => self.lua_pre().await,
+            Code::Component { bytes, digest } => self.component_pre(bytes, digest).await,
+        };
+        let outcome = match pre {
+            Err(message) => Err(Refusal {
+                kind: DiagnosticKind::LoadFailed,
+                message,
+            }),
+            Ok(pre) => {
+                let context = PluginContext::new(
+                    manifest.id.clone(),
+                    source.script,
+                    granted.into(),
+                    &self.services,
+                );
+                sandbox::spawn_plugin(Arc::new(context), pre)
+                    .await
+                    .map(|(handle, specs)| Loaded {
+                        handle,
+                        specs,
+                        manifest,
+                    })
+                    .map_err(|failure| Refusal {
+                        kind: DiagnosticKind::LoadFailed,
+                        message: match failure {
+                            LoadFailure::Failed(message) => message,
+                            other => other.to_string(),
+                        },
+                    })
+            }
+        };
+        LoadReport { warnings, outcome }
+    }
+
+    async fn lua_pre(&self) -> Result<PluginPre, String> {
+        self.lua
+            .get_or_init(|| async {
+                let (engine, cache) = (self.engine.clone(), self.cache.clone());
+                let component =
+                    tokio::task::spawn_blocking(move || guest::lua_component(&engine, &cache))
+                        .await
+                        .map_err(|error| error.to_string())??;
+                self.pre_of(&component)
+            })
+            .await
+            .clone()
+    }
+
+    /// Compiles a component (off the async threads: a large one takes seconds).
+    async fn component_pre(&self, bytes: Vec<u8>, digest: String) -> Result<PluginPre, String> {
+        let (engine, cache) = (self.engine.clone(), self.cache.clone());
+        let component = tokio::task::spawn_blocking(move || {
+            cache
+                .component(&engine, &bytes, Some(&digest))
+                .map_err(|error| format!("not a valid wasm component: {error:#}"))
+        })
+        .await
+        .map_err(|error| format!("compiling was interrupted: {error}"))??;
+        self.pre_of(&component)
+    }
+
+    fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
+        let pre = self.linker.instantiate_pre(component).map_err(|error| {
+            format!("the component does not fit toolcell's plugin world: {error:#}")
+        })?;
+        PluginPre::new(pre).map_err(|error| {
+            format!("the component does not export the plugin interface: {error:#}")
+        })
+    }
+}

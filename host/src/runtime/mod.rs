@@ -1,0 +1,440 @@
+//! The embedding API: load plugin directories into sandboxes, list their tools, and
+//! invoke them.
+//!
+//! ```no_run
+//! # async fn example() -> anyhow::Result<()> {
+//! let runtime = toolcell::Runtime::builder().plugin_dir("examples/plugins").build().await?;
+//! let outcome = runtime.invoke("hello", r#"{"name":"world"}"#).await?;
+//! println!("{}", outcome.model_text());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `builder` configures and loads; `loader` admits, grants and instantiates one file;
+//! `plugin` checks what a load produced; this module keeps the registry and makes calls.
+
+mod builder;
+mod diagnostic;
+mod loader;
+mod plugin;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::manifest::Manifest;
+use crate::sandbox::{CallOutcome, PluginHandle};
+use crate::validation::ArgumentValidator;
+
+pub use builder::{BuildError, RuntimeBuilder};
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use plugin::PluginUpdate;
+
+use loader::Loader;
+use plugin::{Plugin, PluginDirs, ToolEntry};
+
+/// A tool as a plugin registered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// The tool's name, unique across all loaded plugins.
+    pub name: String,
+    /// What the model reads about the tool.
+    pub description: String,
+    /// The JSON Schema of the arguments, if the plugin gave one.
+    pub params_schema: Option<serde_json::Value>,
+    /// The tool's own deadline, if it set one.
+    pub timeout: Option<Duration>,
+    /// Whether the tool skips the permission prompt.
+    pub no_prompt: bool,
+    /// Whether the tool is hidden from the model.
+    pub hidden: bool,
+    /// The id of the plugin that registered it.
+    pub plugin: String,
+}
+
+/// A loaded plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginInfo {
+    /// The file it was loaded from.
+    pub file: PathBuf,
+    /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
+    pub manifest: Manifest,
+}
+
+/// Why a call could not be made at all (as opposed to a tool that ran and failed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvokeError {
+    /// No loaded plugin registered this tool.
+    #[error("unknown tool '{name}'{}", suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The closest registered name, if one is close.
+        suggestion: Option<String>,
+    },
+    /// The arguments are not a JSON object, too large, or break the tool's schema.
+    #[error("invalid arguments for '{tool}': {message}")]
+    InvalidArguments {
+        /// The tool called.
+        tool: String,
+        /// What is wrong with them.
+        message: String,
+    },
+}
+
+/// Loaded plugins and their tools.
+///
+/// Calls take `&self`; changing the set of plugins ([`Runtime::apply`],
+/// [`Runtime::reload`]) takes `&mut self`, so a server that reloads plugins while it
+/// serves keeps the runtime behind a lock and holds it only to start a call or to swap
+/// a plugin in: a [`Call`] does not borrow the runtime, and loading happens outside.
+pub struct Runtime {
+    /// Every plugin file, in load order.
+    plugins: Vec<Plugin>,
+    /// The plugins that loaded and hold their id, in load order: derived by `rebuild`.
+    infos: Vec<PluginInfo>,
+    /// The registered tools, in load order: derived from `plugins` by `rebuild`.
+    tools: Vec<ToolInfo>,
+    /// How to call each tool, parallel to `tools`.
+    entries: Vec<ToolEntry>,
+    by_name: HashMap<String, usize>,
+    diagnostics: Vec<Diagnostic>,
+    next_call: AtomicU64,
+    max_args_bytes: usize,
+    dirs: PluginDirs,
+    loader: Arc<Loader>,
+}
+
+impl Runtime {
+    /// Starts configuring a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// Every registered tool, in load order (hidden ones included).
+    pub fn tools(&self) -> &[ToolInfo] {
+        &self.tools
+    }
+
+    /// A tool by name.
+    pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
+        self.by_name.get(name).map(|&index| &self.tools[index])
+    }
+
+    /// Every loaded plugin, in load order.
+    pub fn plugins(&self) -> &[PluginInfo] {
+        &self.infos
+    }
+
+    /// What went wrong or looked odd with the plugins as they are loaded now.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Whether any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+
+    /// The plugin directories, in load order, as given to the builder.
+    pub fn plugin_dirs(&self) -> &[PathBuf] {
+        &self.dirs.given
+    }
+
+    /// Reads plugin file `path` again: a future that loads it into a fresh sandbox (or
+    /// finds it gone) without touching this runtime; [`Runtime::apply`] then puts it in
+    /// place. `path` may also be a `.lua` plugin's sidecar manifest. `None` when `path`
+    /// is not a `*.lua` or `*.wasm` file (or sidecar) directly inside one of the plugin
+    /// directories.
+    pub fn load_file(
+        &self,
+        path: &Path,
+    ) -> Option<impl Future<Output = PluginUpdate> + Send + 'static> {
+        let file = self.dirs.locate(path)?;
+        let loader = self.loader.clone();
+        Some(async move {
+            let exists = tokio::fs::metadata(&file.path)
+                .await
+                .is_ok_and(|metadata| metadata.is_file());
+            let plugin = if exists {
+                Some(loader.load_plugin(file.clone()).await)
+            } else {
+                None
+            };
+            PluginUpdate { file, plugin }
+        })
+    }
+
+    /// Replaces, adds or removes the plugin of `update`; every other plugin keeps its
+    /// sandbox and its state. The plugin keeps its place in the load order, so the rule
+    /// that the first registration of a name (or id) wins holds as if everything had
+    /// loaded afresh. Calls in flight on the old sandbox finish there; new calls go to
+    /// the new one. Returns the diagnostics that are new (also logged).
+    pub fn apply(&mut self, update: PluginUpdate) -> Vec<Diagnostic> {
+        let position = self
+            .plugins
+            .binary_search_by(|plugin| plugin.file.order().cmp(&update.file.order()));
+        match (position, update.plugin) {
+            (Ok(index), Some(plugin)) => self.plugins[index] = plugin,
+            (Err(index), Some(plugin)) => self.plugins.insert(index, plugin),
+            (Ok(index), None) => {
+                self.plugins.remove(index);
+            }
+            (Err(_), None) => {}
+        }
+        let before = std::mem::take(&mut self.diagnostics);
+        self.rebuild();
+        let new: Vec<Diagnostic> = self
+            .diagnostics
+            .iter()
+            .filter(|diagnostic| !before.contains(diagnostic))
+            .cloned()
+            .collect();
+        for diagnostic in &new {
+            tracing::warn!("{}", diagnostic.message);
+        }
+        new
+    }
+
+    /// [`Runtime::load_file`] and [`Runtime::apply`] in one step, for callers that own
+    /// the runtime outright. `None` when `path` is not a plugin file of this runtime.
+    pub async fn reload(&mut self, path: &Path) -> Option<Vec<Diagnostic>> {
+        let update = self.load_file(path)?.await;
+        Some(self.apply(update))
+    }
+
+    /// Derives the registry from the plugins in load order: the first plugin with an
+    /// id and the first registration of a name win, later ones are reported.
+    fn rebuild(&mut self) {
+        self.infos.clear();
+        self.tools.clear();
+        self.entries.clear();
+        self.by_name.clear();
+        self.diagnostics.clear();
+        let mut ids: HashMap<&str, &Path> = HashMap::new();
+        for plugin in &self.plugins {
+            self.diagnostics.extend(plugin.diagnostics.iter().cloned());
+            let Some(manifest) = &plugin.manifest else {
+                continue;
+            };
+            let display = plugin.file.display_name();
+            if let Some(first) = ids.get(manifest.id.as_str()) {
+                self.diagnostics.push(Diagnostic::error(
+                    plugin.file.path.clone(),
+                    DiagnosticKind::IdCollision,
+                    format!(
+                        "plugin {display} has the id '{}' of plugin {}, loaded first; it is not loaded",
+                        manifest.id,
+                        file_name(first)
+                    ),
+                ));
+                continue;
+            }
+            ids.insert(&manifest.id, &plugin.file.path);
+            self.infos.push(PluginInfo {
+                file: plugin.file.path.clone(),
+                manifest: manifest.clone(),
+            });
+            if plugin.tools.is_empty() {
+                self.diagnostics.push(Diagnostic {
+                    file: plugin.file.path.clone(),
+                    kind: DiagnosticKind::NoTools,
+                    severity: Severity::Warning,
+                    message: format!("plugin {display} registered no tools"),
+                });
+            }
+            for tool in &plugin.tools {
+                let tool = match tool {
+                    Ok(tool) => tool,
+                    Err(rejected) => {
+                        self.diagnostics.push(rejected.clone());
+                        continue;
+                    }
+                };
+                if let Some(&existing) = self.by_name.get(&tool.info.name) {
+                    let first = &self.entries[existing].file;
+                    self.diagnostics.push(Diagnostic::error(
+                        plugin.file.path.clone(),
+                        DiagnosticKind::ToolCollision,
+                        format!(
+                            "tool '{}' of plugin {display} is already registered by plugin {}; the first one stays",
+                            tool.info.name,
+                            file_name(first)
+                        ),
+                    ));
+                    continue;
+                }
+                self.by_name
+                    .insert(tool.info.name.clone(), self.tools.len());
+                self.tools.push(tool.info.clone());
+                self.entries.push(tool.entry.clone());
+            }
+        }
+    }
+
+    /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
+    /// must be a JSON object that satisfies the tool's `params_schema`; otherwise the
+    /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
+    /// dropping it cancels the call.
+    pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
+        let index = *self
+            .by_name
+            .get(tool)
+            .ok_or_else(|| InvokeError::UnknownTool {
+                name: tool.to_string(),
+                suggestion: closest(tool, self.tools.iter().map(|tool| tool.name.as_str())),
+            })?;
+        let info = &self.tools[index];
+        let entry = &self.entries[index];
+        self.check_arguments(tool, args_json, entry.validator.as_deref())?;
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let outcome = entry
+            .handle
+            .start(id, tool, args_json.to_string(), info.timeout);
+        Ok(Call {
+            id,
+            handle: entry.handle.clone(),
+            outcome,
+            finished: false,
+        })
+    }
+
+    /// Calls `tool` and waits for its outcome.
+    pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
+        Ok(self.call(tool, args_json)?.await)
+    }
+
+    fn check_arguments(
+        &self,
+        tool: &str,
+        args_json: &str,
+        validator: Option<&ArgumentValidator>,
+    ) -> Result<(), InvokeError> {
+        let invalid = |message: String| InvokeError::InvalidArguments {
+            tool: tool.to_string(),
+            message,
+        };
+        if args_json.len() > self.max_args_bytes {
+            return Err(invalid(format!(
+                "they are {} bytes; the limit is {}",
+                args_json.len(),
+                crate::limits::format_bytes(self.max_args_bytes as u64)
+            )));
+        }
+        let args = match serde_json::from_str::<serde_json::Value>(args_json) {
+            Ok(args @ serde_json::Value::Object(_)) => args,
+            Ok(other) => {
+                return Err(invalid(format!(
+                    "expected a JSON object, got {}",
+                    json_kind(&other)
+                )));
+            }
+            Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
+        };
+        match validator {
+            Some(validator) => validator.check(&args).map_err(invalid),
+            None => Ok(()),
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// The registered name closest to `name`, if any is close enough to be a likely typo.
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate.to_string())
+}
+
+/// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
+/// cancel the call, which aborts its pending HTTP requests and timers.
+pub struct Call {
+    id: u64,
+    handle: PluginHandle,
+    outcome: oneshot::Receiver<CallOutcome>,
+    finished: bool,
+}
+
+impl Call {
+    /// The call's id (unique within the runtime).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Cancels the call; it resolves to a failure that says `reason`.
+    pub fn cancel(&self, reason: &str) {
+        if !self.finished {
+            self.handle.cancel(self.id, reason);
+        }
+    }
+}
+
+impl Future for Call {
+    type Output = CallOutcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        let outcome = match Pin::new(&mut self.outcome).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(outcome)) => outcome,
+            Poll::Ready(Err(_)) => {
+                CallOutcome::Failed(format!("plugin '{}' stopped", self.handle.name()))
+            }
+        };
+        self.finished = true;
+        Poll::Ready(outcome)
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.handle.cancel(self.id, "the caller stopped waiting");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closest;
+
+    #[test]
+    fn suggests_a_close_name_and_nothing_for_a_distant_one() {
+        let names = ["hello", "read_note", "write_note"];
+        assert_eq!(
+            closest("helo", names.iter().copied()),
+            Some("hello".to_string())
+        );
+        assert_eq!(
+            closest("write_notes", names.iter().copied()),
+            Some("write_note".to_string())
+        );
+        assert_eq!(closest("zzz", names.iter().copied()), None);
+    }
+}

@@ -1,0 +1,332 @@
+//! Plugin files and what loading one produced: where a file sits in the load order, its
+//! sandbox, its manifest, and each tool it registered, checked and ready to call (or
+//! rejected with the reason).
+
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message};
+use crate::manifest::Manifest;
+use crate::sandbox::PluginHandle;
+use crate::schema;
+use crate::source::Refusal;
+use crate::validation::ArgumentValidator;
+
+use super::ToolInfo;
+use super::builder::BuildError;
+use super::diagnostic::{Diagnostic, DiagnosticKind};
+use super::loader::{LoadReport, Loaded};
+
+/// Where plugins come from: the directories in the order given, then single files.
+pub(super) struct PluginDirs {
+    /// As given by the user (used in messages and to build file paths).
+    pub given: Vec<PathBuf>,
+    /// The same, canonical, to recognise paths reported by a file watcher.
+    canonical: Vec<PathBuf>,
+    /// Plugin files given one by one; they load after the directories.
+    files: Vec<PathBuf>,
+}
+
+impl PluginDirs {
+    pub fn new(given: Vec<PathBuf>, files: Vec<PathBuf>) -> Result<PluginDirs, BuildError> {
+        let mut canonical = Vec::with_capacity(given.len());
+        for dir in &given {
+            if !dir.is_dir() {
+                return Err(BuildError::MissingDirectory(dir.clone()));
+            }
+            canonical.push(
+                dir.canonicalize()
+                    .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?,
+            );
+        }
+        if let Some(missing) = files.iter().find(|file| !file.is_file()) {
+            return Err(BuildError::MissingFile(missing.clone()));
+        }
+        Ok(PluginDirs {
+            given,
+            canonical,
+            files,
+        })
+    }
+
+    /// The plugin files: `*.lua` and `*.wasm`, each directory in file-name order, then
+    /// the single files in the order given.
+    pub fn discover(&self) -> Result<Vec<PluginFile>, BuildError> {
+        let mut found = Vec::new();
+        for (dir_index, dir) in self.given.iter().enumerate() {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?;
+            let mut in_dir: Vec<PluginFile> = entries
+                .filter_map(Result::ok)
+                .map(|entry| entry.path())
+                .filter(|path| path.is_file() && is_plugin_file(path))
+                .filter_map(|path| PluginFile::new(dir_index, path))
+                .collect();
+            in_dir.sort_by(|a, b| a.name.cmp(&b.name));
+            found.extend(in_dir);
+        }
+        let after_dirs = self.given.len();
+        found.extend(
+            self.files
+                .iter()
+                .enumerate()
+                .filter_map(|(index, path)| PluginFile::new(after_dirs + index, path.clone())),
+        );
+        Ok(found)
+    }
+
+    /// The plugin file `path` concerns, if it is a `*.lua` or `*.wasm` file directly in
+    /// one of the directories, or the sidecar manifest `NAME.lua.toml` of one (whether
+    /// or not it exists now).
+    pub fn locate(&self, path: &Path) -> Option<PluginFile> {
+        let name = path.file_name()?.to_str()?;
+        let name = name.strip_suffix(".toml").unwrap_or(name);
+        let path = path.with_file_name(name);
+        if !is_plugin_file(&path) {
+            return None;
+        }
+        let parent = match path.parent()? {
+            parent if parent.as_os_str().is_empty() => Path::new("."),
+            parent => parent,
+        };
+        let parent = parent.canonicalize().ok()?;
+        let dir = self.canonical.iter().position(|dir| *dir == parent)?;
+        PluginFile::new(dir, self.given[dir].join(name))
+    }
+}
+
+fn is_plugin_file(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension == "lua" || extension == "wasm")
+}
+
+/// A plugin file's place: its directory (by position; single files come after every
+/// directory) and its name there. Plugins load in the order of (directory, name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PluginFile {
+    dir: usize,
+    name: OsString,
+    pub path: PathBuf,
+}
+
+impl PluginFile {
+    fn new(dir: usize, path: PathBuf) -> Option<PluginFile> {
+        let name = path.file_name()?.to_os_string();
+        Some(PluginFile { dir, name, path })
+    }
+
+    pub fn order(&self) -> (usize, &OsStr) {
+        (self.dir, &self.name)
+    }
+
+    pub fn display_name(&self) -> String {
+        self.name.to_string_lossy().into_owned()
+    }
+}
+
+/// One plugin file as loaded: its sandbox and manifest (none if it did not load), and
+/// its tools, each ready to register or rejected.
+pub(super) struct Plugin {
+    pub file: PluginFile,
+    /// The manifest of a plugin that loaded; `None` when it was refused or failed.
+    pub manifest: Option<Manifest>,
+    /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The tools in registration order: ready, or rejected with the reason.
+    pub tools: Vec<Result<PreparedTool, Diagnostic>>,
+}
+
+/// A tool ready to register: what callers see and what the runtime needs to call it.
+#[derive(Clone)]
+pub(super) struct PreparedTool {
+    pub info: ToolInfo,
+    pub entry: ToolEntry,
+}
+
+/// How to call a registered tool.
+#[derive(Clone)]
+pub(super) struct ToolEntry {
+    pub handle: PluginHandle,
+    pub validator: Option<Arc<ArgumentValidator>>,
+    pub file: PathBuf,
+}
+
+impl Plugin {
+    /// A plugin whose load never reported back.
+    pub fn unfinished(file: PluginFile, message: &str) -> Plugin {
+        let refusal = Refusal {
+            kind: DiagnosticKind::LoadFailed,
+            message: message.to_string(),
+        };
+        Plugin::refused(file, Vec::new(), refusal)
+    }
+
+    fn refused(file: PluginFile, mut diagnostics: Vec<Diagnostic>, refusal: Refusal) -> Plugin {
+        let verb = match refusal.kind {
+            DiagnosticKind::LoadFailed => "failed to load",
+            _ => "was refused",
+        };
+        diagnostics.push(Diagnostic::error(
+            file.path.clone(),
+            refusal.kind,
+            format!(
+                "plugin {} {verb}: {}",
+                file.display_name(),
+                bounded_message(refusal.message)
+            ),
+        ));
+        Plugin {
+            file,
+            manifest: None,
+            diagnostics,
+            tools: Vec::new(),
+        }
+    }
+
+    /// Checks what a load produced: the number of tools, and each tool's name and
+    /// schema (a component other than the Lua guest hands over whatever it likes, so
+    /// every spec is checked here, whatever produced it); compiles the validators.
+    pub fn prepare(file: PluginFile, report: LoadReport) -> Plugin {
+        let display = file.display_name();
+        let diagnostics: Vec<Diagnostic> = report
+            .warnings
+            .into_iter()
+            .map(|(kind, severity, message)| Diagnostic {
+                file: file.path.clone(),
+                kind,
+                severity,
+                message: format!("plugin {display}: {message}"),
+            })
+            .collect();
+        let Loaded {
+            handle,
+            specs,
+            manifest,
+        } = match report.outcome {
+            Ok(loaded) => loaded,
+            Err(refusal) => return Plugin::refused(file, diagnostics, refusal),
+        };
+        if specs.len() > MAX_TOOLS_PER_PLUGIN {
+            let refusal = Refusal {
+                kind: DiagnosticKind::LoadFailed,
+                message: format!(
+                    "it registered {} tools; a plugin may register at most {MAX_TOOLS_PER_PLUGIN}",
+                    specs.len()
+                ),
+            };
+            return Plugin::refused(file, diagnostics, refusal);
+        }
+        let mut own: HashSet<String> = HashSet::new();
+        let tools = specs
+            .into_iter()
+            .map(|spec| {
+                let rejected = |kind: DiagnosticKind, message: String| {
+                    Diagnostic::error(file.path.clone(), kind, message)
+                };
+                if !schema::is_valid_tool_name(&spec.name) {
+                    return Err(rejected(
+                        DiagnosticKind::ToolRejected,
+                        format!(
+                            "tool '{}' of plugin {display} has an invalid name (use 1 to {} letters, digits, '_' or '-')",
+                            spec.name.escape_debug(),
+                            schema::MAX_TOOL_NAME
+                        ),
+                    ));
+                }
+                if !own.insert(spec.name.clone()) {
+                    return Err(rejected(
+                        DiagnosticKind::ToolCollision,
+                        format!(
+                            "plugin {display} registers tool '{}' twice; the first one stays",
+                            spec.name
+                        ),
+                    ));
+                }
+                let parsed = spec
+                    .params_schema
+                    .as_deref()
+                    .map(serde_json::from_str::<serde_json::Value>);
+                let (params_schema, validator) = match parsed {
+                    None => (None, None),
+                    Some(Ok(schema @ serde_json::Value::Object(_))) => {
+                        let schema = schema::repair(schema);
+                        let validator = ArgumentValidator::compile(&schema).map_err(|reason| {
+                            rejected(
+                                DiagnosticKind::ToolRejected,
+                                format!(
+                                    "tool '{}' of plugin {display} has an invalid schema and is not registered: {reason}",
+                                    spec.name
+                                ),
+                            )
+                        })?;
+                        (Some(schema), Some(Arc::new(validator)))
+                    }
+                    Some(Ok(_)) => {
+                        return Err(rejected(
+                            DiagnosticKind::ToolRejected,
+                            format!(
+                                "tool '{}' of plugin {display} has a schema that is not a JSON object",
+                                spec.name
+                            ),
+                        ));
+                    }
+                    Some(Err(error)) => {
+                        return Err(rejected(
+                            DiagnosticKind::ToolRejected,
+                            format!(
+                                "tool '{}' of plugin {display} has an unreadable schema: {error}",
+                                spec.name
+                            ),
+                        ));
+                    }
+                };
+                Ok(PreparedTool {
+                    info: ToolInfo {
+                        name: spec.name,
+                        description: spec.description,
+                        params_schema,
+                        timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
+                        no_prompt: spec.no_prompt,
+                        hidden: spec.hidden,
+                        plugin: handle.name().to_string(),
+                    },
+                    entry: ToolEntry {
+                        handle: handle.clone(),
+                        validator,
+                        file: file.path.clone(),
+                    },
+                })
+            })
+            .collect();
+        Plugin {
+            file,
+            manifest: Some(manifest),
+            diagnostics,
+            tools,
+        }
+    }
+}
+
+/// A plugin file read again (or found gone), ready to take its place in a
+/// [`Runtime`](super::Runtime) with [`Runtime::apply`](super::Runtime::apply). Made by
+/// [`Runtime::load_file`](super::Runtime::load_file).
+pub struct PluginUpdate {
+    pub(super) file: PluginFile,
+    /// The plugin as loaded now; none when the file is gone.
+    pub(super) plugin: Option<Plugin>,
+}
+
+impl PluginUpdate {
+    /// The plugin file concerned.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Whether the file is gone (the update unregisters its plugin).
+    pub fn is_removal(&self) -> bool {
+        self.plugin.is_none()
+    }
+}

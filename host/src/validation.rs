@@ -1,0 +1,213 @@
+//! Tool arguments checked against the tool's `params_schema` before the plugin runs.
+//!
+//! Each schema is compiled once, when its plugin loads: a schema that is not a valid JSON
+//! Schema (or that refers to documents outside itself) is rejected there, so a call never
+//! meets a broken validator. A call whose arguments fail the check never reaches the
+//! plugin; the error lists every problem (up to [`MAX_LISTED`]) with the JSON pointer of
+//! the offending value, on one line.
+
+use serde_json::Value;
+
+/// The most problems one error message lists; the rest are counted.
+pub const MAX_LISTED: usize = 10;
+
+/// A compiled `params_schema`.
+pub struct ArgumentValidator {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ArgumentValidator")
+    }
+}
+
+impl ArgumentValidator {
+    /// Compiles `schema`. The error says why the schema is unusable: not an object, not
+    /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
+    /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
+    pub fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+        if !schema.is_object() {
+            return Err(format!(
+                "a params_schema must be a JSON object, not {}",
+                describe(schema)
+            ));
+        }
+        jsonschema::options()
+            .should_validate_formats(false)
+            .build(schema)
+            .map(|validator| ArgumentValidator { validator })
+            .map_err(|error| {
+                let at = error.instance_path().as_str();
+                if at.is_empty() {
+                    one_line(&error.to_string())
+                } else {
+                    one_line(&format!("at `{at}` in the schema: {error}"))
+                }
+            })
+    }
+
+    /// Checks `args`; the error lists each problem, joined with "; ".
+    pub fn check(&self, args: &Value) -> Result<(), String> {
+        let mut problems: Vec<(String, String)> = self
+            .validator
+            .iter_errors(args)
+            .map(|error| {
+                let pointer = error.instance_path().as_str().to_string();
+                let problem = describe_problem(&error, &pointer);
+                (pointer, problem)
+            })
+            .collect();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        problems.sort();
+        problems.dedup();
+        let total = problems.len();
+        let mut listed: Vec<String> = problems
+            .into_iter()
+            .take(MAX_LISTED)
+            .map(|(_, problem)| problem)
+            .collect();
+        if total > MAX_LISTED {
+            listed.push(format!("and {} more problems", total - MAX_LISTED));
+        }
+        Err(listed.join("; "))
+    }
+}
+
+/// One problem, naming where it is: ``value at `/path` is not of type "string"``. The
+/// value itself is never quoted (it may be large, or secret).
+fn describe_problem(error: &jsonschema::ValidationError<'_>, pointer: &str) -> String {
+    let placeholder = if pointer.is_empty() {
+        "the arguments".to_string()
+    } else {
+        format!("value at `{pointer}`")
+    };
+    let message = error.masked_with(placeholder.as_str()).to_string();
+    let message = if message.contains(&placeholder) || pointer.is_empty() {
+        message
+    } else {
+        format!("{message} (at `{pointer}`)")
+    };
+    one_line(&message)
+}
+
+/// `text` with line breaks escaped, so that every message stays one line.
+fn one_line(text: &str) -> String {
+    text.replace('\r', "\\r").replace('\n', "\\n")
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn validator(schema: Value) -> ArgumentValidator {
+        ArgumentValidator::compile(&schema).expect("the schema compiles")
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_pointer_and_not_the_value() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "name": { "type": "string" } }
+        });
+        let error = validator(schema)
+            .check(&json!({ "name": 1234567 }))
+            .unwrap_err();
+        assert_eq!(error, r#"value at `/name` is not of type "string""#);
+    }
+
+    #[test]
+    fn every_problem_is_listed_on_one_line() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "count": { "type": "integer", "minimum": 1 },
+                "tags": { "type": "array", "items": { "type": "string" } }
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        });
+        let error = validator(schema)
+            .check(&json!({ "count": 0, "tags": ["a", 2], "extra": true }))
+            .unwrap_err();
+        assert!(!error.contains('\n'), "{error}");
+        for part in [
+            r#""name" is a required property"#,
+            "Additional properties are not allowed ('extra' was unexpected)",
+            "value at `/count` is less than the minimum of 1",
+            r#"value at `/tags/1` is not of type "string""#,
+        ] {
+            assert!(error.contains(part), "expected {part:?} in {error:?}");
+        }
+        assert_eq!(error.split("; ").count(), 4, "{error}");
+    }
+
+    #[test]
+    fn a_problem_without_a_value_in_its_message_still_says_where() {
+        let schema = json!({
+            "type": "object",
+            "properties": { "address": { "type": "object", "required": ["city"] } }
+        });
+        let error = validator(schema)
+            .check(&json!({ "address": {} }))
+            .unwrap_err();
+        assert_eq!(error, r#""city" is a required property (at `/address`)"#);
+    }
+
+    #[test]
+    fn long_lists_are_cut_and_counted() {
+        let schema =
+            json!({ "type": "object", "properties": { "xs": { "items": { "type": "string" } } } });
+        let error = validator(schema)
+            .check(&json!({ "xs": (0..25).collect::<Vec<_>>() }))
+            .unwrap_err();
+        assert_eq!(error.split("; ").count(), MAX_LISTED + 1, "{error}");
+        assert!(error.ends_with("and 15 more problems"), "{error}");
+    }
+
+    #[test]
+    fn a_schema_problem_says_where_in_the_schema() {
+        let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
+        assert_eq!(
+            ArgumentValidator::compile(&schema).unwrap_err(),
+            r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
+        );
+    }
+
+    #[test]
+    fn valid_arguments_pass() {
+        let schema = json!({ "type": "object", "properties": { "n": { "type": "number" } } });
+        assert_eq!(validator(schema).check(&json!({ "n": 1.5 })), Ok(()));
+    }
+
+    #[test]
+    fn unusable_schemas_are_rejected_with_a_reason() {
+        for schema in [
+            json!("string"),
+            json!({ "type": "no-such-type" }),
+            json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
+            json!({ "$ref": "https://example.com/schema.json" }),
+        ] {
+            let error = ArgumentValidator::compile(&schema).unwrap_err();
+            assert!(
+                !error.is_empty() && !error.contains('\n'),
+                "{schema}: {error}"
+            );
+        }
+    }
+}

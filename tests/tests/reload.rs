@@ -1,0 +1,259 @@
+//! Replacing one plugin while the others keep serving (`Runtime::load_file`,
+//! `Runtime::apply`, `Runtime::reload`), and argument validation against
+//! `params_schema`, through the embedding API with real plugins in real sandboxes.
+
+use toolcell::{CallOutcome, DiagnosticKind, InvokeError, Runtime};
+use toolcell_tests::{Fixture, HANG_GUARD, assert_contains, output};
+
+fn answer(name: &str, text: &str) -> String {
+    format!(
+        "clm.tool_register({name:?}, {{ invoke = function(_, ctx) ctx:complete({text:?}) end }})\n"
+    )
+}
+
+fn names(runtime: &Runtime) -> Vec<&str> {
+    runtime
+        .tools()
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .collect()
+}
+
+async fn reload(runtime: &mut Runtime, fixture: &Fixture, file: &str) -> Vec<toolcell::Diagnostic> {
+    runtime
+        .reload(&fixture.plugin_dir().join(file))
+        .await
+        .unwrap_or_else(|| panic!("{file} is a plugin file of the runtime"))
+}
+
+const COUNTER: &str = r#"
+local count = 0
+clm.tool_register("bump", { invoke = function(_, ctx) count = count + 1; ctx:complete(tostring(count)) end })
+"#;
+
+#[tokio::test]
+async fn a_changed_plugin_is_replaced_and_the_others_keep_their_state() {
+    let fixture = Fixture::new(&[
+        ("counter.lua", COUNTER),
+        ("word.lua", &answer("word", "old")),
+    ]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "bump", "{}").await, "1");
+    assert_eq!(output(&runtime, "word", "{}").await, "old");
+
+    fixture.add_plugin("word.lua", &answer("word", "new"));
+    assert_eq!(reload(&mut runtime, &fixture, "word.lua").await, vec![]);
+
+    assert_eq!(output(&runtime, "word", "{}").await, "new");
+    assert_eq!(
+        output(&runtime, "bump", "{}").await,
+        "2",
+        "the counter plugin was not reloaded"
+    );
+    assert_eq!(names(&runtime), ["bump", "word"]);
+}
+
+#[tokio::test]
+async fn a_call_in_flight_finishes_on_the_old_sandbox() {
+    let slow = |text: &str| {
+        format!(
+            "clm.tool_register(\"slow\", {{ invoke = function(_, ctx) clm.sleep(300) ctx:complete({text:?}) end }})\n"
+        )
+    };
+    let fixture = Fixture::new(&[("slow.lua", &slow("old"))]);
+    let mut runtime = fixture.load().await;
+    let in_flight = runtime.call("slow", "{}").expect("the call starts");
+
+    fixture.add_plugin("slow.lua", &slow("new"));
+    reload(&mut runtime, &fixture, "slow.lua").await;
+
+    let outcome = tokio::time::timeout(HANG_GUARD, in_flight)
+        .await
+        .expect("the old call finishes");
+    assert_eq!(outcome, CallOutcome::Completed("old".to_string()));
+    assert_eq!(output(&runtime, "slow", "{}").await, "new");
+}
+
+#[tokio::test]
+async fn an_added_plugin_takes_its_place_in_the_load_order() {
+    let fixture = Fixture::new(&[
+        ("a.lua", &answer("x", "from a")),
+        ("c.lua", &answer("y", "from c")),
+    ]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "y", "{}").await, "from c");
+
+    // b.lua loads before c.lua, so its registration of `y` wins and c's is reported.
+    fixture.add_plugin(
+        "b.lua",
+        &format!("{}{}", answer("y", "from b"), answer("z", "z")),
+    );
+    let diagnostics = reload(&mut runtime, &fixture, "b.lua").await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].kind, DiagnosticKind::ToolCollision);
+    assert_eq!(diagnostics[0].file, fixture.plugin_dir().join("c.lua"));
+    assert_contains(&diagnostics[0].message, &["'y'", "c.lua", "b.lua"]);
+    assert_eq!(names(&runtime), ["x", "y", "z"]);
+    assert_eq!(output(&runtime, "y", "{}").await, "from b");
+
+    // Without b.lua, c's `y` is registered again and the collision is gone.
+    std::fs::remove_file(fixture.plugin_dir().join("b.lua")).expect("remove b.lua");
+    assert_eq!(reload(&mut runtime, &fixture, "b.lua").await, vec![]);
+    assert_eq!(names(&runtime), ["x", "y"]);
+    assert_eq!(output(&runtime, "y", "{}").await, "from c");
+    assert!(
+        runtime.diagnostics().is_empty(),
+        "{:?}",
+        runtime.diagnostics()
+    );
+}
+
+#[tokio::test]
+async fn a_reloaded_plugin_keeps_its_place_so_the_first_registration_still_wins() {
+    let fixture = Fixture::new(&[
+        ("a.lua", &answer("shared", "from a")),
+        ("b.lua", &answer("shared", "from b")),
+    ]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "shared", "{}").await, "from a");
+    assert_eq!(runtime.diagnostics().len(), 1);
+
+    // a.lua drops the name: b's registration takes over.
+    fixture.add_plugin("a.lua", &answer("other", "a again"));
+    reload(&mut runtime, &fixture, "a.lua").await;
+    assert_eq!(output(&runtime, "shared", "{}").await, "from b");
+    assert_eq!(names(&runtime), ["other", "shared"]);
+
+    // a.lua takes it back: it still loads first, so it wins again.
+    fixture.add_plugin("a.lua", &answer("shared", "a is back"));
+    let diagnostics = reload(&mut runtime, &fixture, "a.lua").await;
+    assert_eq!(output(&runtime, "shared", "{}").await, "a is back");
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].file, fixture.plugin_dir().join("b.lua"));
+}
+
+#[tokio::test]
+async fn a_removed_plugin_takes_its_tools_with_it() {
+    let fixture = Fixture::new(&[
+        ("gone.lua", &answer("gone", "here")),
+        ("stays.lua", &answer("stays", "ok")),
+    ]);
+    let mut runtime = fixture.load().await;
+    std::fs::remove_file(fixture.plugin_dir().join("gone.lua")).expect("remove gone.lua");
+    reload(&mut runtime, &fixture, "gone.lua").await;
+    assert_eq!(names(&runtime), ["stays"]);
+    assert!(matches!(
+        runtime.call("gone", "{}"),
+        Err(InvokeError::UnknownTool { .. })
+    ));
+    assert_eq!(output(&runtime, "stays", "{}").await, "ok");
+}
+
+#[tokio::test]
+async fn a_plugin_that_no_longer_loads_is_reported_and_the_others_serve() {
+    let fixture = Fixture::new(&[
+        ("fragile.lua", &answer("fragile", "fine")),
+        ("solid.lua", &answer("solid", "ok")),
+    ]);
+    let mut runtime = fixture.load().await;
+    fixture.add_plugin("fragile.lua", "this is not Lua");
+    let diagnostics = reload(&mut runtime, &fixture, "fragile.lua").await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].kind, DiagnosticKind::LoadFailed);
+    assert_contains(&diagnostics[0].message, &["fragile.lua", "failed to load"]);
+    assert_eq!(names(&runtime), ["solid"]);
+    assert_eq!(output(&runtime, "solid", "{}").await, "ok");
+}
+
+#[tokio::test]
+async fn only_plugin_files_of_the_plugin_directories_can_be_reloaded() {
+    let fixture = Fixture::new(&[("p.lua", &answer("p", "p"))]);
+    let runtime = fixture.load().await;
+    std::fs::write(fixture.plugin_dir().join("notes.txt"), "not a plugin").expect("write");
+    assert!(
+        runtime
+            .load_file(&fixture.plugin_dir().join("notes.txt"))
+            .is_none()
+    );
+    let elsewhere = Fixture::new(&[("q.lua", &answer("q", "q"))]);
+    assert!(
+        runtime
+            .load_file(&elsewhere.plugin_dir().join("q.lua"))
+            .is_none()
+    );
+    assert!(
+        runtime
+            .load_file(&fixture.plugin_dir().join("p.lua"))
+            .is_some()
+    );
+}
+
+const CHECKED: &str = r#"
+local ran = 0
+clm.tool_register("checked", {
+  params_schema = {
+    type = "object",
+    properties = {
+      name = { type = "string" },
+      count = { type = "integer", minimum = 1 },
+    },
+    required = { "name" },
+  },
+  invoke = function(args, ctx) ran = ran + 1; ctx:complete(args.name) end,
+})
+clm.tool_register("ran", { invoke = function(_, ctx) ctx:complete(tostring(ran)) end })
+"#;
+
+#[tokio::test]
+async fn arguments_that_fail_the_schema_never_reach_the_plugin() {
+    let fixture = Fixture::new(&[("checked.lua", CHECKED)]);
+    let runtime = fixture.load().await;
+    let invalid = |args: &str| match runtime.call("checked", args) {
+        Err(InvokeError::InvalidArguments { tool, message }) => {
+            assert_eq!(tool, "checked");
+            message
+        }
+        Err(other) => panic!("{args}: expected invalid arguments, got {other}"),
+        Ok(_) => panic!("{args}: the call must not start"),
+    };
+    assert_eq!(
+        invalid(r#"{"name": 1}"#),
+        r#"value at `/name` is not of type "string""#
+    );
+    assert_eq!(invalid("{}"), r#""name" is a required property"#);
+    assert_eq!(
+        invalid(r#"{"name": ["x"], "count": 0}"#),
+        r#"value at `/count` is less than the minimum of 1; value at `/name` is not of type "string""#
+    );
+    assert_eq!(output(&runtime, "ran", "{}").await, "0");
+    assert_eq!(
+        output(&runtime, "checked", r#"{"name": "ok", "count": 2}"#).await,
+        "ok"
+    );
+    assert_eq!(output(&runtime, "ran", "{}").await, "1");
+}
+
+#[tokio::test]
+async fn an_invalid_schema_is_reported_at_load_and_only_that_tool_is_dropped() {
+    let fixture = Fixture::new(&[(
+        "mixed.lua",
+        r#"
+        clm.tool_register("broken", {
+          params_schema = { type = "object", properties = { n = { type = "numbre" } } },
+          invoke = function(_, ctx) ctx:complete("") end,
+        })
+        clm.tool_register("fine", { invoke = function(_, ctx) ctx:complete("fine") end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    assert_eq!(names(&runtime), ["fine"]);
+    let diagnostics = runtime.diagnostics();
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].kind, DiagnosticKind::ToolRejected);
+    assert_contains(
+        &diagnostics[0].message,
+        &["tool 'broken'", "plugin mixed.lua", "invalid schema"],
+    );
+    assert!(!diagnostics[0].message.contains('\n'));
+    assert_eq!(output(&runtime, "fine", "{}").await, "fine");
+}
