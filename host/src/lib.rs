@@ -12,7 +12,7 @@ pub mod cli;
 mod clock;
 pub mod config;
 mod debug_log;
-mod engine;
+pub mod engine;
 pub mod files;
 mod guest;
 pub mod http;

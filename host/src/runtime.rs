@@ -229,14 +229,11 @@ impl RuntimeBuilder {
             None => None,
         };
         let engine = engine::shared().map_err(BuildError::Engine)?.clone();
-        let mut linker = Linker::new(&engine);
-        sandbox::add_to_linker(&mut linker)
-            .map_err(|error| BuildError::Engine(format!("{error:#}")))?;
+        let linker = sandbox::linker(&engine).map_err(BuildError::Engine)?;
         let loader = Arc::new(Loader {
-            engine: engine.clone(),
+            engine,
             linker,
             cache: self.cache.clone(),
-            lua: tokio::sync::OnceCell::new(),
             services: SharedServices {
                 tool_config: Arc::new(self.config.tool_config_json()),
                 files: Some(files_root),
@@ -285,12 +282,11 @@ impl RuntimeBuilder {
 /// A loaded plugin and the tools it registered, or why it did not load.
 type LoadResult = Result<(PluginHandle, Vec<ToolSpec>), String>;
 
-/// Turns plugin files into loaded plugins; compiles the Lua guest once, on first need.
+/// Turns plugin files into loaded plugins.
 struct Loader {
     engine: Engine,
-    linker: Linker<StoreState>,
+    linker: &'static Linker<StoreState>,
     cache: CodeCache,
-    lua: tokio::sync::OnceCell<Result<PluginPre, String>>,
     services: SharedServices,
 }
 
@@ -314,18 +310,13 @@ impl Loader {
             })
     }
 
+    /// The Lua guest, linked once per process (compiling it, or reading the compiled
+    /// code from the cache, the first time).
     async fn lua_pre(&self) -> Result<PluginPre, String> {
-        self.lua
-            .get_or_init(|| async {
-                let (engine, cache) = (self.engine.clone(), self.cache.clone());
-                let component =
-                    tokio::task::spawn_blocking(move || guest::lua_component(&engine, &cache))
-                        .await
-                        .map_err(|error| error.to_string())??;
-                self.pre_of(&component)
-            })
+        let (engine, cache, linker) = (self.engine.clone(), self.cache.clone(), self.linker);
+        tokio::task::spawn_blocking(move || guest::lua_pre(&engine, &cache, linker))
             .await
-            .clone()
+            .map_err(|error| error.to_string())?
     }
 
     fn component_pre(&self, bytes: &[u8]) -> Result<PluginPre, String> {
@@ -337,12 +328,7 @@ impl Loader {
     }
 
     fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
-        let pre = self.linker.instantiate_pre(component).map_err(|error| {
-            format!("the component does not fit toolcell's plugin world: {error:#}")
-        })?;
-        PluginPre::new(pre).map_err(|error| {
-            format!("the component does not export the plugin interface: {error:#}")
-        })
+        sandbox::link(self.linker, component)
     }
 }
 
