@@ -1,15 +1,23 @@
 //! `toolcell-bench`: measurements too long or too noisy for `cargo test`, run with
-//! `cargo run --release -p toolcell-bench -- SUBCOMMAND`. Each subcommand lives in its
-//! own module; this file only dispatches.
+//! `cargo run --release -p toolcell-bench -- SUBCOMMAND`:
+//!
+//! - `compare`: toolcell against native mlua (clm's design), side by side, one table;
+//! - `soak`: many calls over many plugins, some hostile, with the host's RSS.
+//!
+//! Each subcommand lives in its own module; this file only dispatches.
 
-mod rss;
+mod compare;
+mod measure;
+mod native;
+mod probe;
 mod soak;
+mod workloads;
 
 use clap::{Parser, Subcommand};
 
 /// toolcell's benchmarks.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(name = "toolcell-bench", version, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,10 +27,109 @@ struct Cli {
 enum Command {
     /// Many calls over many plugins, some hostile: calls/s and the host's RSS as it goes.
     Soak(soak::Options),
+    /// Run every workload on native mlua and on toolcell and print one table.
+    Compare {
+        /// Measured runs per compute workload (the median is reported).
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
+        /// Calls per trivial-call measurement.
+        #[arg(long, default_value_t = 20_000)]
+        calls: usize,
+        /// Only these sections (compute, calls, loads); all when not given.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        #[command(flatten)]
+        engine: EngineFlags,
+    },
+    /// One measurement in a process of its own (used by `compare`).
+    #[command(hide = true)]
+    Probe {
+        kind: String,
+        #[command(flatten)]
+        engine: EngineFlags,
+    },
+}
+
+/// Engine settings to vary, to measure what each costs or buys.
+#[derive(clap::Args, Clone, Copy, Default)]
+pub struct EngineFlags {
+    /// Turn fuel metering off.
+    #[arg(long)]
+    no_fuel: bool,
+    /// Turn epoch interruption off.
+    #[arg(long)]
+    no_epoch: bool,
+    /// Allocate instances on demand instead of from the pooling allocator.
+    #[arg(long)]
+    no_pooling: bool,
+    /// Write a perf map of compiled wasm code (for `perf record`).
+    #[arg(long)]
+    perf_map: bool,
+}
+
+impl EngineFlags {
+    /// Configures the engine (before anything uses it).
+    fn apply(self) {
+        let options = toolcell::engine::Options {
+            fuel: !self.no_fuel,
+            epoch: !self.no_epoch,
+            pooling: !self.no_pooling,
+            perf_map: self.perf_map,
+        };
+        toolcell::engine::configure(options).expect("the engine is configured first");
+    }
+
+    /// The same flags, for a child process.
+    pub fn args(self) -> Vec<&'static str> {
+        [
+            (self.no_fuel, "--no-fuel"),
+            (self.no_epoch, "--no-epoch"),
+            (self.no_pooling, "--no-pooling"),
+            (self.perf_map, "--perf-map"),
+        ]
+        .into_iter()
+        .filter_map(|(on, flag)| on.then_some(flag))
+        .collect()
+    }
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Soak(options) => soak::run(options),
+        Command::Compare {
+            runs,
+            calls,
+            only,
+            engine,
+        } => {
+            engine.apply();
+            let options = compare::Options {
+                runs,
+                calls,
+                only,
+                engine,
+            };
+            block_on(compare::run(&options))
+        }
+        Command::Probe { kind, engine } => {
+            engine.apply();
+            block_on(probe::run(&kind))
+        }
     }
+}
+
+/// Runs a measurement on a multi-threaded tokio runtime, as the CLI does (or on a
+/// current-thread one with `BENCH_CURRENT_THREAD` set, to compare).
+fn block_on(measurement: impl std::future::Future<Output = ()>) -> anyhow::Result<()> {
+    let runtime = if std::env::var_os("BENCH_CURRENT_THREAD").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    };
+    runtime?.block_on(measurement);
+    Ok(())
 }

@@ -18,7 +18,7 @@ use toolcell::config::Config;
 use toolcell::limits::{Limits, MIB};
 use toolcell::{CallOutcome, Runtime};
 
-use crate::rss;
+use crate::measure;
 
 /// Options of `soak`.
 #[derive(clap::Args)]
@@ -227,7 +227,7 @@ async fn soak(options: Options) -> anyhow::Result<()> {
             while let Some(done) = calls.join_next().await {
                 tally.note(done.context("a call task")?)?;
             }
-            let rss = rss::current().unwrap_or(0);
+            let rss = measure::rss_kib().0 * 1024;
             samples.push(rss);
             let seconds = interval_start.elapsed().as_secs_f64();
             println!(

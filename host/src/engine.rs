@@ -4,25 +4,106 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the engine's epoch advances. A running plugin yields to the async
 /// executor at every tick and is checked against its hard deadline.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// Engine settings a benchmark may vary; the defaults are what toolcell runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Fuel metering (the deterministic CPU cap per call).
+    pub fuel: bool,
+    /// Epoch interruption (the wall-clock backstop; turning it off disables it).
+    pub epoch: bool,
+    /// Write /tmp/perf-PID.map so `perf` can name compiled wasm functions.
+    pub perf_map: bool,
+    /// The pooling instance allocator (instances, memories and fiber stacks are reused
+    /// from pre-reserved pools) instead of allocating each on demand.
+    pub pooling: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fuel: true,
+            epoch: true,
+            perf_map: false,
+            pooling: true,
+        }
+    }
+}
+
+/// Plugin instances the pooling allocator holds at once (loaded plugins, plus the
+/// ones being replaced after a crash).
+const POOLED_INSTANCES: u32 = 4096;
+
+static OPTIONS: OnceLock<Options> = OnceLock::new();
+
+/// Chooses the engine settings before the engine exists (benchmarks only). Fails if
+/// the engine was already created or configured.
+pub fn configure(options: Options) -> Result<(), String> {
+    OPTIONS
+        .set(options)
+        .map_err(|_| "the engine is already configured".to_string())
+}
+
+fn options() -> Options {
+    *OPTIONS.get_or_init(Options::default)
+}
+
 /// Builds the engine configuration: component model, wasm exceptions (the Lua guest's
 /// setjmp/longjmp), fuel metering and epoch interruption on every store, and no
 /// component-model concurrency (it costs about 3x on every export call and plugins do
 /// not use it: the step protocol gives them concurrency).
+///
+/// The pooling allocator reserves address space for every slot up front; where the
+/// machine refuses that (a low `ulimit -v`, valgrind), the engine falls back to
+/// allocating each instance on demand, which is slower to instantiate but equivalent.
 fn new_engine() -> wasmtime::Result<Engine> {
+    let options = options();
+    if options.pooling {
+        match Engine::new(&engine_config(options, true)) {
+            Ok(engine) => {
+                let _ = POOLING_ACTIVE.set(true);
+                return Ok(engine);
+            }
+            Err(error) => tracing::warn!(
+                "the pooling instance allocator is unavailable ({error:#}); allocating instances on demand"
+            ),
+        }
+    }
+    let _ = POOLING_ACTIVE.set(false);
+    Engine::new(&engine_config(options, false))
+}
+
+/// Whether the shared engine ended up with the pooling allocator.
+static POOLING_ACTIVE: OnceLock<bool> = OnceLock::new();
+
+fn engine_config(options: Options, pooling: bool) -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
         .wasm_exceptions(true)
         .concurrency_support(false)
-        .consume_fuel(true)
-        .epoch_interruption(true);
-    Engine::new(&config)
+        .consume_fuel(options.fuel)
+        .epoch_interruption(options.epoch);
+    if options.perf_map {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+    if pooling {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(POOLED_INSTANCES)
+            .total_core_instances(POOLED_INSTANCES * 8)
+            .total_memories(POOLED_INSTANCES * 2)
+            .total_tables(POOLED_INSTANCES * 4)
+            .total_gc_heaps(POOLED_INSTANCES)
+            .total_stacks(POOLED_INSTANCES)
+            .max_memory_size(1 << 32);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
 }
 
 /// The process-wide engine, created on first use with its epoch ticker.
@@ -53,4 +134,17 @@ fn start_ticker(engine: Engine) -> std::io::Result<()> {
             }
         })?;
     Ok(())
+}
+
+/// One line naming the engine settings that matter for speed, for benchmark reports.
+pub fn describe() -> String {
+    let options = options();
+    let on = |flag: bool| if flag { "on" } else { "OFF" };
+    let pooling = POOLING_ACTIVE.get().copied().unwrap_or(options.pooling);
+    let allocator = if pooling { "pooling" } else { "on-demand" };
+    format!(
+        "fuel {}, epoch interruption {}, {allocator} instance allocator, Cranelift opt speed",
+        on(options.fuel),
+        on(options.epoch)
+    )
 }

@@ -4,9 +4,10 @@
 use std::sync::OnceLock;
 
 use wasmtime::Engine;
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Linker};
 
 use crate::cache::CodeCache;
+use crate::sandbox::{self, PluginPre, StoreState};
 
 /// The Lua guest component (a `toolcell:plugin` world component).
 pub static LUA_GUEST_WASM: &[u8] = include_bytes!(env!("TOOLCELL_LUA_GUEST_WASM"));
@@ -23,5 +24,16 @@ pub fn lua_component(engine: &Engine, cache: &CodeCache) -> Result<Component, St
                 .component(engine, LUA_GUEST_WASM, Some(LUA_GUEST_SHA256))
                 .map_err(|error| format!("the embedded Lua runtime does not compile: {error:#}"))
         })
+        .clone()
+}
+
+/// The Lua guest linked against the host, once per process.
+pub fn lua_pre(
+    engine: &Engine,
+    cache: &CodeCache,
+    linker: &Linker<StoreState>,
+) -> Result<PluginPre, String> {
+    static PRE: OnceLock<Result<PluginPre, String>> = OnceLock::new();
+    PRE.get_or_init(|| sandbox::link(linker, &lua_component(engine, cache)?))
         .clone()
 }

@@ -13,7 +13,7 @@ pub mod cli;
 mod clock;
 pub mod config;
 mod debug_log;
-mod engine;
+pub mod engine;
 pub mod files;
 pub mod grants;
 mod guest;

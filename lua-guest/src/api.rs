@@ -2,6 +2,7 @@
 //! and through the prelude sleep/spawn/tasks), `http`, `json`, and the `ctx` object
 //! every invocation receives.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use mlua::{Function, Lua, Table, UserData, UserDataMethods, Value};
@@ -32,6 +33,8 @@ pub struct Registry {
     pub specs: Vec<ToolSpec>,
     /// Each tool's `invoke` function, parallel to `specs`.
     pub invokes: Vec<Function>,
+    /// Tool name to index in `specs`.
+    pub by_name: HashMap<String, usize>,
     /// The plugin's name, the first key `clm.config` is looked up by.
     pub plugin_name: String,
     /// Whether `clm.config` has been filled from the user's configuration.
@@ -41,8 +44,10 @@ pub struct Registry {
 impl Registry {
     /// The `invoke` function of a tool.
     pub fn invoke(&self, name: &str) -> Option<Function> {
-        let index = self.specs.iter().position(|spec| spec.name == name)?;
-        self.invokes.get(index).cloned()
+        self.by_name
+            .get(name)
+            .and_then(|&index| self.invokes.get(index))
+            .cloned()
     }
 }
 
@@ -252,12 +257,14 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             format!("clm.tool_register: a plugin may register at most {MAX_TOOLS} tools"),
         ));
     }
-    if registry.specs.iter().any(|spec| spec.name == name) {
+    if registry.by_name.contains_key(&name) {
         return Err(api_error(
             lua,
             format!("clm.tool_register: tool '{name}' is already registered"),
         ));
     }
+    let index = registry.specs.len();
+    registry.by_name.insert(name.clone(), index);
     registry.specs.push(ToolSpec {
         name: name.clone(),
         description,
@@ -321,7 +328,7 @@ impl Ctx {
 
     /// Records how the invocation ends; only the call's main coroutine may, and only once.
     fn end(&self, lua: &Lua, what: &str, ending: Ending) -> mlua::Result<()> {
-        scheduler::with(lua, |scheduler| {
+        scheduler::with(|scheduler| {
             if scheduler.running != Some((self.call, Strand::Main)) {
                 let text = scheduler::running_main(scheduler, what)
                     .err()

@@ -24,9 +24,6 @@ pub const MAX_DECODE_BYTES: usize = 2 * 1024 * 1024;
 /// guest's stack: 128 nested arrays are accepted, 129 are not.
 pub const MAX_DEPTH: usize = 128;
 
-/// Registry key of the metatable shared by every table decoded from a JSON array.
-const ARRAY_METATABLE_KEY: &str = "toolcell.json.array";
-
 /// Lua glue that turns the Rust functions' error returns into ordinary Lua errors.
 ///
 /// mlua raises Rust errors as userdata objects; plugins expect string messages (they
@@ -79,10 +76,11 @@ pub fn install(lua: &Lua, max_encode_bytes: usize) -> mlua::Result<()> {
 /// The output never grows beyond `max_bytes`; errors name the place in the value that
 /// could not be encoded, as a path like `$.items[3].name`.
 pub fn encode(lua: &Lua, value: &Value, max_bytes: usize) -> Result<String, String> {
-    let array_marker = lua
-        .named_registry_value::<Option<Table>>(ARRAY_METATABLE_KEY)
-        .map_err(|e| format!("cannot read the JSON array metatable: {e}"))?
-        .map(|mt| mt.to_pointer());
+    let array_marker = Some(
+        array_metatable(lua)
+            .map_err(|e| format!("cannot read the JSON array metatable: {e}"))?
+            .to_pointer(),
+    );
     let mut encoder = Encoder {
         lua,
         array_marker,
@@ -124,13 +122,17 @@ pub fn decode(lua: &Lua, text: &[u8]) -> Result<Value, String> {
     Ok(value)
 }
 
+/// The metatable that marks decoded arrays, kept where Rust finds it without a
+/// registry lookup (decode runs for every tool call's arguments).
+struct ArrayMetatable(Table);
+
 /// Returns the metatable that marks decoded arrays, creating it on first use.
 fn array_metatable(lua: &Lua) -> mlua::Result<Table> {
-    if let Some(mt) = lua.named_registry_value::<Option<Table>>(ARRAY_METATABLE_KEY)? {
-        return Ok(mt);
+    if let Some(cached) = lua.app_data_ref::<ArrayMetatable>() {
+        return Ok(cached.0.clone());
     }
     let mt = lua.create_table()?;
-    lua.set_named_registry_value(ARRAY_METATABLE_KEY, &mt)?;
+    lua.set_app_data(ArrayMetatable(mt.clone()));
     Ok(mt)
 }
 

@@ -34,7 +34,7 @@ pub fn not_yieldable(what: &str) -> String {
 
 /// The running coroutine, for services any coroutine of a call may use.
 fn running_strand(lua: &Lua, what: &str) -> mlua::Result<(CallId, Strand)> {
-    let running = scheduler::with(lua, |scheduler| Ok(scheduler.running))?;
+    let running = scheduler::with(|scheduler| Ok(scheduler.running))?;
     let running =
         running.ok_or_else(|| api_error(lua, format!("{what} is not available at load time")))?;
     if !is_yieldable(lua) {
@@ -44,8 +44,8 @@ fn running_strand(lua: &Lua, what: &str) -> mlua::Result<(CallId, Strand)> {
 }
 
 /// Records that the running coroutine waits on `op` and tells the prelude to yield.
-fn wait_on(lua: &Lua, (call, strand): (CallId, Strand), op: u64) -> mlua::Result<MultiValue> {
-    scheduler::with(lua, |scheduler| {
+fn wait_on((call, strand): (CallId, Strand), op: u64) -> mlua::Result<MultiValue> {
+    scheduler::with(|scheduler| {
         match scheduler.calls.get_mut(&call) {
             Some(call) => call.wait_on_op(strand, op),
             None => scheduler::abort_op(op),
@@ -87,7 +87,7 @@ fn sleep(lua: &Lua, ms: Value) -> mlua::Result<MultiValue> {
     let running = running_strand(lua, "clm.sleep")?;
     let op = host::timer_start(running.0, ms)
         .map_err(|error| api_error(lua, format!("clm.sleep: {error}")))?;
-    wait_on(lua, running, op)
+    wait_on(running, op)
 }
 
 /// `http.get(url [, headers])` and `http.post(url, body [, headers])`.
@@ -131,7 +131,7 @@ fn http_request(
         body,
     };
     match host::http_start(running.0, &request) {
-        Ok(op) => wait_on(lua, running, op),
+        Ok(op) => wait_on(running, op),
         Err(message) => {
             let message = lua.create_string(message)?;
             Ok(MultiValue::from_iter([

@@ -11,7 +11,7 @@ use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
 use crate::bindings::toolcell::plugin::types::{CallState, LoadError, OpOutcome, ToolSpec};
 use crate::errors::type_name;
 use crate::sandbox::{self, Watchdog};
-use crate::scheduler::{self, Call, CallId, OpId, Scheduler};
+use crate::scheduler::{self, Call, CallId, OpId};
 use crate::{errors, json};
 
 /// The loaded plugin: its Lua state and the watchdog that enforces deadlines in it.
@@ -122,8 +122,10 @@ fn new_plugin_state(
         plugin_name: name.to_string(),
         ..Registry::default()
     });
-    lua.set_app_data(Scheduler::default());
     api::install(&lua, yield_fn, watchdog, memory_limit)?;
+    lua.gc_set_mode(mlua::state::GcMode::Incremental(
+        mlua::state::GcIncParams::default().pause(1000),
+    ));
     lua.set_memory_limit(memory_limit)?;
     Ok(lua)
 }
@@ -179,7 +181,7 @@ fn begin_call(
         .map_err(failure)?;
     let main = lua.create_thread(invoke).map_err(failure)?;
     let values = MultiValue::from_iter([Value::Table(args), Value::UserData(ctx)]);
-    scheduler::with(lua, |scheduler| {
+    scheduler::with(|scheduler| {
         scheduler
             .calls
             .insert(id, Call::new(main, deadline, values));
@@ -193,9 +195,8 @@ fn begin_call(
 pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
     with_runtime(|runtime| {
         let lua = &runtime.lua;
-        let deadline = scheduler::with(lua, |scheduler| {
-            Ok(scheduler.calls.get(&call).map(|call| call.deadline))
-        });
+        let deadline =
+            scheduler::with(|scheduler| Ok(scheduler.calls.get(&call).map(|call| call.deadline)));
         let Ok(Some(deadline)) = deadline else {
             return CallState::Failed("the invocation is unknown to the plugin".to_string());
         };
@@ -209,9 +210,5 @@ pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
 
 /// Ends invocation `call` and its tasks without running any more of its code.
 pub fn cancel(call: CallId, _reason: &str) {
-    RUNTIME.with_borrow(|runtime| {
-        if let Some(runtime) = runtime {
-            scheduler::cancel(&runtime.lua, call);
-        }
-    });
+    scheduler::cancel(call);
 }

@@ -6,7 +6,9 @@
 //! operation (HTTP, timer) or, for the main coroutine, other tasks. The call ends when
 //! its main coroutine ends, when it passes its deadline, or when the host cancels it.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use mlua::thread::ThreadStatus;
 use mlua::{Lua, MultiValue, Table, Thread, Value};
@@ -21,6 +23,30 @@ use crate::tasks::{self, MainWait, Task};
 pub type CallId = u64;
 /// Host-chosen identifier of an asynchronous operation.
 pub type OpId = u64;
+
+/// Hashes host-chosen ids (sequential integers) with one multiplication: SipHash's
+/// protection against chosen keys buys nothing here and costs on every step.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by host-chosen ids.
+pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 /// One coroutine of a call family.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -53,7 +79,7 @@ pub struct Call {
     /// Coroutines ready to run, with the values their resumption returns.
     pub ready: VecDeque<(Strand, MultiValue)>,
     /// Which coroutine waits on which host operation.
-    pub ops: HashMap<OpId, Strand>,
+    pub ops: IdMap<Strand>,
     /// What the main coroutine waits for, when it waits on tasks.
     pub main_wait: Option<MainWait>,
 }
@@ -67,7 +93,7 @@ impl Call {
             ending: None,
             tasks: Vec::new(),
             ready: VecDeque::from([(Strand::Main, args)]),
-            ops: HashMap::new(),
+            ops: IdMap::default(),
             main_wait: None,
         }
     }
@@ -107,23 +133,26 @@ impl Call {
 #[derive(Default)]
 pub struct Scheduler {
     /// The calls in flight, by id.
-    pub calls: HashMap<CallId, Call>,
+    pub calls: IdMap<Call>,
     /// The coroutine running now, if any: the API checks it (only the main coroutine may
     /// complete, spawn or wait; HTTP and sleep need a coroutine at all).
     pub running: Option<(CallId, Strand)>,
 }
 
+thread_local! {
+    /// The plugin's scheduler (an instance runs one plugin, on one thread).
+    static SCHEDULER: RefCell<Scheduler> = RefCell::new(Scheduler::default());
+}
+
 /// Runs `f` on the plugin's scheduler. Fails (as a Lua error, never a panic) if the
 /// scheduler is already borrowed, which only a finalizer running mid-operation can cause.
-pub fn with<R>(lua: &Lua, f: impl FnOnce(&mut Scheduler) -> mlua::Result<R>) -> mlua::Result<R> {
-    let mut scheduler = lua
-        .try_app_data_mut::<Scheduler>()
-        .ok()
-        .flatten()
-        .ok_or_else(|| {
+pub fn with<R>(f: impl FnOnce(&mut Scheduler) -> mlua::Result<R>) -> mlua::Result<R> {
+    SCHEDULER.with(|scheduler| {
+        let mut scheduler = scheduler.try_borrow_mut().map_err(|_| {
             mlua::Error::runtime("the toolcell runtime is busy (called from a finalizer?)")
         })?;
-    f(&mut scheduler)
+        f(&mut scheduler)
+    })
 }
 
 /// The call a strand belongs to, for the running coroutine, if it is the main coroutine.
@@ -150,13 +179,13 @@ enum Finish {
 pub fn run(lua: &Lua, watchdog: &Watchdog, id: CallId) -> CallState {
     match run_until_blocked(lua, watchdog, id) {
         Ok(state) => state,
-        Err(error) => end_call(lua, id, CallState::Failed(failure_text(lua, &error))),
+        Err(error) => end_call(id, CallState::Failed(failure_text(lua, &error))),
     }
 }
 
 fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result<CallState> {
     loop {
-        let next = with(lua, |scheduler| {
+        let next = with(|scheduler| {
             let Some(call) = scheduler.calls.get_mut(&id) else {
                 return Ok(None);
             };
@@ -168,19 +197,19 @@ fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result
             Ok(thread.map(|thread| (strand, thread, values)))
         })?;
         let Some((strand, thread, values)) = next else {
-            return Ok(if with(lua, |s| Ok(s.calls.contains_key(&id)))? {
+            return Ok(if with(|s| Ok(s.calls.contains_key(&id)))? {
                 CallState::Pending
             } else {
                 CallState::Failed("the invocation is unknown to the plugin".to_string())
             });
         };
         let result = thread.resume::<MultiValue>(values);
-        with(lua, |scheduler| {
+        with(|scheduler| {
             scheduler.running = None;
             Ok(())
         })?;
         if watchdog.tripped() {
-            return Ok(end_call(lua, id, CallState::TimedOut));
+            return Ok(end_call(id, CallState::TimedOut));
         }
         let finish = match result {
             Ok(_) if thread.status() == ThreadStatus::Resumable => continue,
@@ -196,7 +225,7 @@ fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result
 
 /// The main coroutine ended: the call ends with it.
 fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
-    let verdict = with(lua, |scheduler| {
+    let verdict = with(|scheduler| {
         let call = scheduler
             .calls
             .get_mut(&id)
@@ -222,7 +251,7 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
         })
     });
     let verdict = verdict.unwrap_or_else(|error| CallState::Failed(failure_text(lua, &error)));
-    end_call(lua, id, verdict)
+    end_call(id, verdict)
 }
 
 /// A task ended: record its outcome and wake the main coroutine if it waited for this.
@@ -231,7 +260,7 @@ fn task_finished(lua: &Lua, id: CallId, index: usize, finish: Finish) -> mlua::R
         Finish::Returned(values) => tasks::Settled::Succeeded(values),
         Finish::Raised(error) => tasks::Settled::Failed(failure_text(lua, &error)),
     };
-    with(lua, |scheduler| {
+    with(|scheduler| {
         let Some(call) = scheduler.calls.get_mut(&id) else {
             return Ok(());
         };
@@ -244,7 +273,7 @@ fn task_finished(lua: &Lua, id: CallId, index: usize, finish: Finish) -> mlua::R
 pub fn deliver(lua: &Lua, id: CallId, op: OpId, outcome: OpOutcome) -> mlua::Result<()> {
     // Convert before borrowing the scheduler: building Lua values may run finalizers.
     let values = outcome_values(lua, outcome);
-    with(lua, |scheduler| {
+    with(|scheduler| {
         let Some(call) = scheduler.calls.get_mut(&id) else {
             return Ok(());
         };
@@ -296,14 +325,14 @@ fn outcome_values(lua: &Lua, outcome: OpOutcome) -> mlua::Result<MultiValue> {
 
 /// Cancels every coroutine of a call that has not ended and forgets the call. The host
 /// aborts the call's pending operations and words the failure itself.
-pub fn cancel(lua: &Lua, id: CallId) {
-    end_call(lua, id, CallState::Pending);
+pub fn cancel(id: CallId) {
+    end_call(id, CallState::Pending);
 }
 
 /// Forgets a call and returns `state`. Its coroutines are abandoned (the host aborts
 /// their pending operations when it sees the call end).
-fn end_call(lua: &Lua, id: CallId, state: CallState) -> CallState {
-    let removed = with(lua, |scheduler| Ok(scheduler.calls.remove(&id)));
+fn end_call(id: CallId, state: CallState) -> CallState {
+    let removed = with(|scheduler| Ok(scheduler.calls.remove(&id)));
     // Drop the call (and with it the references to its coroutines) outside the borrow.
     drop(removed);
     state

@@ -306,7 +306,7 @@ fn spawn(lua: &Lua, function: Value) -> mlua::Result<AnyUserData> {
         ));
     };
     let thread = lua.create_thread(function)?;
-    let handle = scheduler::with(lua, |scheduler| {
+    let handle = scheduler::with(|scheduler| {
         let id = scheduler::running_main(scheduler, "clm.spawn").map_err(|e| api_error(lua, e))?;
         let call = scheduler
             .calls
@@ -334,7 +334,7 @@ fn with_own_task<R>(
     f: impl FnOnce(&mut Call, usize) -> mlua::Result<R>,
 ) -> mlua::Result<R> {
     let handle = handle_of(lua, what, task)?;
-    scheduler::with(lua, |scheduler| {
+    scheduler::with(|scheduler| {
         let id = scheduler::running_main(scheduler, what).map_err(|e| api_error(lua, e))?;
         if handle.call != id {
             return Err(api_error(
@@ -429,7 +429,7 @@ fn task_list(lua: &Lua, what: &str, tasks: &Value, call: CallId) -> mlua::Result
 
 /// Checks the caller is a main coroutine and reads its task list.
 fn main_and_tasks(lua: &Lua, what: &str, tasks: &Value) -> mlua::Result<(CallId, Vec<usize>)> {
-    let id = scheduler::with(lua, |scheduler| {
+    let id = scheduler::with(|scheduler| {
         scheduler::running_main(scheduler, what).map_err(|e| api_error(lua, e))
     })?;
     Ok((id, task_list(lua, what, tasks, id)?))
@@ -440,7 +440,7 @@ fn main_and_tasks(lua: &Lua, what: &str, tasks: &Value) -> mlua::Result<(CallId,
 fn begin_wait(lua: &Lua, what: &str, id: CallId, wait: MainWait) -> mlua::Result<MultiValue> {
     // Checked before borrowing the scheduler; only needed if the wait does not end at once.
     let yieldable = crate::ops::is_yieldable(lua);
-    scheduler::with(lua, |scheduler| {
+    scheduler::with(|scheduler| {
         let call = scheduler
             .calls
             .get_mut(&id)
@@ -489,7 +489,7 @@ fn wait_any(lua: &Lua, (tasks, timeout): (Value, Option<Value>)) -> mlua::Result
     let waiting = matches!(values.front(), Some(Value::Boolean(false)));
     match timeout {
         Some(0) if waiting => {
-            scheduler::with(lua, |scheduler| {
+            scheduler::with(|scheduler| {
                 if let Some(call) = scheduler.calls.get_mut(&id) {
                     call.main_wait = None;
                 }
@@ -505,7 +505,7 @@ fn wait_any(lua: &Lua, (tasks, timeout): (Value, Option<Value>)) -> mlua::Result
         Some(ms) if waiting => {
             let timer = host::timer_start(id, ms)
                 .map_err(|error| api_error(lua, format!("clm.wait_any: {error}")))?;
-            scheduler::with(lua, |scheduler| {
+            scheduler::with(|scheduler| {
                 let call = scheduler
                     .calls
                     .get_mut(&id)

@@ -73,13 +73,12 @@ impl LoadReport {
     }
 }
 
-/// Turns plugin files into loaded plugins; compiles the Lua guest once, on first need.
-/// Shared by the first load and every reload of a runtime.
+/// Turns plugin files into loaded plugins. Shared by the first load and every reload
+/// of a runtime.
 pub(super) struct Loader {
     engine: Engine,
-    linker: Linker<StoreState>,
+    linker: &'static Linker<StoreState>,
     cache: CodeCache,
-    lua: tokio::sync::OnceCell<Result<PluginPre, String>>,
     services: SharedServices,
     policy: Arc<Policy>,
 }
@@ -91,13 +90,11 @@ impl Loader {
         services: SharedServices,
         policy: Policy,
     ) -> Result<Loader, String> {
-        let mut linker = Linker::new(&engine);
-        sandbox::add_to_linker(&mut linker).map_err(|error| format!("{error:#}"))?;
+        let linker = sandbox::linker(&engine)?;
         Ok(Loader {
             engine,
             linker,
             cache,
-            lua: tokio::sync::OnceCell::new(),
             services,
             policy: Arc::new(policy),
         })
@@ -181,18 +178,13 @@ impl Loader {
         LoadReport { warnings, outcome }
     }
 
+    /// The Lua guest, linked once per process (compiling it, or reading the compiled
+    /// code from the cache, the first time).
     async fn lua_pre(&self) -> Result<PluginPre, String> {
-        self.lua
-            .get_or_init(|| async {
-                let (engine, cache) = (self.engine.clone(), self.cache.clone());
-                let component =
-                    tokio::task::spawn_blocking(move || guest::lua_component(&engine, &cache))
-                        .await
-                        .map_err(|error| error.to_string())??;
-                self.pre_of(&component)
-            })
+        let (engine, cache, linker) = (self.engine.clone(), self.cache.clone(), self.linker);
+        tokio::task::spawn_blocking(move || guest::lua_pre(&engine, &cache, linker))
             .await
-            .clone()
+            .map_err(|error| error.to_string())?
     }
 
     /// Compiles a component (off the async threads: a large one takes seconds).
@@ -209,11 +201,6 @@ impl Loader {
     }
 
     fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
-        let pre = self.linker.instantiate_pre(component).map_err(|error| {
-            format!("the component does not fit toolcell's plugin world: {error:#}")
-        })?;
-        PluginPre::new(pre).map_err(|error| {
-            format!("the component does not export the plugin interface: {error:#}")
-        })
+        sandbox::link(self.linker, component)
     }
 }

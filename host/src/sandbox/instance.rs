@@ -252,7 +252,7 @@ impl Instance {
 /// Arms the backstops for the next step: the fuel it may burn and the instant after
 /// which the epoch callback traps it.
 fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
-    // Fuel is only unavailable when metering is off, which the engine never does.
+    // Fuel is only unavailable when metering is off (benchmarks can turn it off).
     let _ = store.set_fuel(fuel);
     store.data_mut().hard_deadline = hard_deadline;
     store.set_epoch_deadline(1);

@@ -18,15 +18,41 @@ mod state;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use wasmtime::Engine;
+use wasmtime::component::{Component, Linker};
+
 pub use actor::{CallOutcome, PluginHandle, spawn_plugin};
 pub use instance::{LoadFailure, PluginPre};
-pub use state::{StoreState, add_to_linker};
+pub use state::StoreState;
 
 use crate::debug_log::DebugLog;
 use crate::files::{FileAccess, FileRoot};
 use crate::grants::{Granted, Hints};
 use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
+
+/// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
+/// and the toolcell host services. Built once per process.
+pub fn linker(engine: &Engine) -> Result<&'static Linker<StoreState>, String> {
+    static LINKER: OnceLock<Result<Linker<StoreState>, String>> = OnceLock::new();
+    LINKER
+        .get_or_init(|| {
+            let mut linker = Linker::new(engine);
+            state::add_to_linker(&mut linker).map_err(|error| format!("{error:#}"))?;
+            Ok(linker)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Links `component` against the host, checking that it fits the plugin world.
+pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<PluginPre, String> {
+    let pre = linker.instantiate_pre(component).map_err(|error| {
+        format!("the component does not fit toolcell's plugin world: {error:#}")
+    })?;
+    PluginPre::new(pre)
+        .map_err(|error| format!("the component does not export the plugin interface: {error:#}"))
+}
 
 /// What one plugin may do: its limits, HTTP policy and file access.
 #[derive(Clone, Debug)]

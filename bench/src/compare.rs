@@ -1,0 +1,297 @@
+//! `toolcell-bench compare`: the same workloads on native mlua (clm's design) and on
+//! toolcell, in one run, as one table of medians and ratios.
+//!
+//! Measurements that need a clean process (cold start, peak memory) run in a child
+//! process (`toolcell-bench probe ...`) so nothing else in this process skews them.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+use toolcell::limits::{Limits, MIB};
+use toolcell::{CallOutcome, Runtime};
+
+use crate::measure::{median_of, show};
+use crate::native::NativePlugin;
+use crate::workloads::COMPUTE;
+
+/// Lua memory limit for the compute plugin on both sides: the workloads hold a few
+/// megabytes of tables and strings at once.
+const COMPUTE_MEMORY: usize = 128 * MIB as usize;
+
+/// The trivial tool of the call benchmarks.
+pub const TRIVIAL_PLUGIN: &str =
+    r#"clm.tool_register("ok", { invoke = function(args, ctx) ctx:complete("ok") end })"#;
+
+/// Options of the comparison.
+pub struct Options {
+    /// Measured runs per compute workload.
+    pub runs: usize,
+    /// Calls per call benchmark.
+    pub calls: usize,
+    /// Sections to run (all when empty).
+    pub only: Vec<String>,
+    /// Engine settings, passed on to probes.
+    pub engine: crate::EngineFlags,
+}
+
+impl Options {
+    fn wants(&self, section: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|wanted| wanted == section)
+    }
+}
+
+/// The plugin holding one tool per compute workload (`w1`, `w2`, ...).
+pub fn compute_plugin() -> String {
+    let mut script = String::new();
+    for (index, workload) in COMPUTE.iter().enumerate() {
+        script.push_str(&format!(
+            "do\n{setup}\nend\nclm.tool_register('w{n}', {{ timeout_ms = 600000, invoke = function(args, ctx)\n  ctx:complete(tostring((function()\n{code}\nend)()))\nend }})\n",
+            setup = workload.setup,
+            n = index + 1,
+            code = workload.code,
+        ));
+    }
+    script
+}
+
+/// A directory with the given plugins.
+pub fn plugin_dir(plugins: &[(String, String)]) -> TempDir {
+    let dir = TempDir::new().expect("temp dir");
+    for (name, source) in plugins {
+        std::fs::write(dir.path().join(name), source).expect("write plugin");
+    }
+    dir
+}
+
+async fn load(dir: &Path, limits: Limits) -> Runtime {
+    let runtime = Runtime::builder()
+        .plugin_dir(dir)
+        .limits(limits)
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime");
+    assert!(
+        runtime.diagnostics().is_empty(),
+        "{:?}",
+        runtime.diagnostics()
+    );
+    runtime
+}
+
+async fn output(runtime: &Runtime, tool: &str) -> String {
+    match runtime.call(tool, "{}").expect("call").await {
+        CallOutcome::Completed(text) => text,
+        CallOutcome::Failed(message) => panic!("{tool} failed: {message}"),
+    }
+}
+
+/// Runs the whole comparison and prints the table.
+pub async fn run(options: &Options) {
+    println!(
+        "toolcell bench: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        toolcell::engine::describe()
+    );
+    if options.wants("compute") {
+        println!();
+        compute(options).await;
+    }
+    if options.wants("calls") {
+        println!();
+        calls(options).await;
+    }
+    if options.wants("loads") {
+        println!();
+        loads(options.engine).await;
+    }
+}
+
+async fn compute(options: &Options) {
+    let script = compute_plugin();
+    let dir = plugin_dir(&[("compute.lua".into(), script.clone())]);
+    let runtime = load(
+        dir.path(),
+        Limits::default().with_memory(COMPUTE_MEMORY as u64),
+    )
+    .await;
+    let native = NativePlugin::load(&script, COMPUTE_MEMORY).expect("native plugin");
+    println!(
+        "{:<30} {:>12} {:>12} {:>7}",
+        "compute (median)", "native", "toolcell", "ratio"
+    );
+    let mut ratios = Vec::new();
+    for (index, workload) in COMPUTE.iter().enumerate() {
+        let tool = format!("w{}", index + 1);
+        let expected = native.call(&tool, "{}").expect("native run");
+        assert_eq!(
+            output(&runtime, &tool).await,
+            expected,
+            "{}: both sides compute the same",
+            workload.name
+        );
+        // Interleaved, so drift in the machine's load hits both sides alike.
+        let (mut native_samples, mut toolcell_samples) = (Vec::new(), Vec::new());
+        for _ in 0..options.runs {
+            let start = Instant::now();
+            native.call(&tool, "{}").expect("native run");
+            native_samples.push(start.elapsed());
+            let start = Instant::now();
+            output(&runtime, &tool).await;
+            toolcell_samples.push(start.elapsed());
+        }
+        let native_time = crate::measure::median(&mut native_samples);
+        let toolcell_time = crate::measure::median(&mut toolcell_samples);
+        let ratio = toolcell_time.as_secs_f64() / native_time.as_secs_f64();
+        ratios.push(ratio);
+        println!(
+            "{:<30} {:>12} {:>12} {:>6.2}x",
+            workload.name,
+            show(native_time),
+            show(toolcell_time),
+            ratio
+        );
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "{:<30} {:>12} {:>12} {:>6.2}x   (target <= 1.3x)",
+        "median ratio",
+        "",
+        "",
+        ratios[ratios.len() / 2]
+    );
+}
+
+async fn calls(options: &Options) {
+    let dir = plugin_dir(&[("trivial.lua".into(), TRIVIAL_PLUGIN.into())]);
+    let runtime = Arc::new(load(dir.path(), Limits::default()).await);
+    let native = NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize).expect("native plugin");
+    let n = options.calls;
+    let native_per_call = per_call(n, || {
+        native.call("ok", "{}").map(drop).expect("native call")
+    });
+    for _ in 0..1000 {
+        output(&runtime, "ok").await;
+    }
+    let start = Instant::now();
+    for _ in 0..n {
+        output(&runtime, "ok").await;
+    }
+    let one_caller = start.elapsed() / n as u32;
+    let callers = 64;
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let runtime = runtime.clone();
+            tokio::spawn(async move {
+                for _ in 0..n / callers {
+                    output(&runtime, "ok").await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("caller");
+    }
+    let many_callers = start.elapsed() / (n / callers * callers) as u32;
+    println!(
+        "{:<30} {:>12} {:>12} {:>7} {:>12}",
+        "trivial call", "native", "toolcell", "ratio", "calls/s"
+    );
+    for (name, toolcell_time) in [
+        ("1 caller", one_caller),
+        ("64 concurrent callers", many_callers),
+    ] {
+        println!(
+            "{:<30} {:>12} {:>12} {:>6.2}x {:>12.0}   (target <= 1.5x and <= 2 µs)",
+            name,
+            show(native_per_call),
+            show(toolcell_time),
+            toolcell_time.as_secs_f64() / native_per_call.as_secs_f64(),
+            1.0 / toolcell_time.as_secs_f64()
+        );
+    }
+}
+
+fn per_call(n: usize, mut f: impl FnMut()) -> Duration {
+    for _ in 0..1000 {
+        f();
+    }
+    let start = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    start.elapsed() / n as u32
+}
+
+async fn loads(engine: crate::EngineFlags) {
+    let native_load = median_of(200, || {
+        NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize).map(drop)
+    });
+    let cold = probe("cold-load", engine);
+    let warm = probe("warm-load", engine);
+    let thousand = probe("load-1000", engine);
+    let native_thousand = probe("native-load-1000", engine);
+    let timers = probe("timers-10k", engine);
+    println!(
+        "{:<30} {:>12} {:>12} {:>7}",
+        "loading", "native", "toolcell", "ratio"
+    );
+    let warm_time = Duration::from_nanos(warm["nanos"].as_u64().unwrap_or(0));
+    println!(
+        "{:<30} {:>12} {:>12} {:>6.2}x   (target <= 120 µs)",
+        "warm plugin load",
+        show(native_load),
+        show(warm_time),
+        warm_time.as_secs_f64() / native_load.as_secs_f64()
+    );
+    println!(
+        "{:<30} {:>12} {:>12}",
+        "cold plugin load (compile)",
+        "-",
+        show(nanos(&cold))
+    );
+    println!(
+        "{:<30} {:>12} {:>12}   (target <= 200 ms)",
+        "1000 plugins: time",
+        show(nanos(&native_thousand)),
+        show(nanos(&thousand))
+    );
+    println!(
+        "{:<30} {:>9} MiB {:>8} MiB   (target <= 160 MiB)",
+        "1000 plugins: peak RSS",
+        native_thousand["peak_kib"].as_u64().unwrap_or(0) / 1024,
+        thousand["peak_kib"].as_u64().unwrap_or(0) / 1024
+    );
+    println!(
+        "{:<30} {:>12} {:>12}   (target <= 1.3 s; peak RSS {} MiB)",
+        "10k calls x 100 ms timer",
+        "-",
+        show(nanos(&timers)),
+        timers["peak_kib"].as_u64().unwrap_or(0) / 1024
+    );
+}
+
+fn nanos(result: &serde_json::Value) -> Duration {
+    Duration::from_nanos(result["nanos"].as_u64().unwrap_or(0))
+}
+
+/// Runs `toolcell-bench probe KIND` in a child process and parses its JSON line.
+fn probe(kind: &str, engine: crate::EngineFlags) -> serde_json::Value {
+    let exe = std::env::current_exe().expect("own path");
+    let output = Command::new(exe)
+        .arg("probe")
+        .arg(kind)
+        .args(engine.args())
+        .output()
+        .expect("probe runs");
+    assert!(
+        output.status.success(),
+        "probe {kind} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("probe prints JSON")
+}

@@ -1,0 +1,51 @@
+//! Small measuring helpers: medians, wall time, and the process's memory.
+
+use std::time::{Duration, Instant};
+
+/// The median of `samples` (which it sorts).
+pub fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Runs `f` `runs` times after one warm-up run and returns the median duration.
+pub fn median_of<E: std::fmt::Debug>(
+    runs: usize,
+    mut f: impl FnMut() -> Result<(), E>,
+) -> Duration {
+    f().expect("warm-up run");
+    let mut samples: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            f().expect("measured run");
+            start.elapsed()
+        })
+        .collect();
+    median(&mut samples)
+}
+
+/// The process's resident set size now and at its peak, in KiB (Linux `/proc`).
+pub fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// A duration in the unit that reads best.
+pub fn show(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos < 10_000 {
+        format!("{:.2} µs", nanos as f64 / 1_000.0)
+    } else if nanos < 10_000_000 {
+        format!("{:.1} µs", nanos as f64 / 1_000.0)
+    } else {
+        format!("{:.1} ms", nanos as f64 / 1_000_000.0)
+    }
+}

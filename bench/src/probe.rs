@@ -1,0 +1,181 @@
+//! Measurements run in a child process of their own (`toolcell-bench probe KIND`), so
+//! cold starts are really cold and peak memory is this measurement's alone. Each prints
+//! one JSON object: `nanos` (the measured time), `rss_kib` and `peak_kib`.
+
+use std::time::{Duration, Instant};
+
+use toolcell::cache::CodeCache;
+use toolcell::limits::MIB;
+use toolcell::{CallOutcome, Runtime};
+
+use crate::compare::{TRIVIAL_PLUGIN, plugin_dir};
+use crate::measure::{median, rss_kib};
+use crate::native::NativePlugin;
+
+/// Runs probe `kind` and prints its result.
+pub async fn run(kind: &str) {
+    let nanos = match kind {
+        "cold-load" => cold_load().await,
+        "warm-load" => warm_load().await,
+        "native-load-1000" => native_load_many(1000),
+        "timers-10k" => timers(100, 100).await,
+        other => match other.strip_prefix("calls-") {
+            Some(count) => calls(count.parse().expect("calls-N")).await,
+            None if other.starts_with("load-") => {
+                load_many(other[5..].parse().expect("load-N")).await
+            }
+            None => match other.strip_prefix("native-calls-") {
+                Some(count) => native_calls(count.parse().expect("native-calls-N")),
+                None => panic!("unknown probe {other}"),
+            },
+        },
+    };
+    let (rss_kib, peak_kib) = rss_kib();
+    println!(
+        "{}",
+        serde_json::json!({ "nanos": nanos.as_nanos() as u64, "rss_kib": rss_kib, "peak_kib": peak_kib })
+    );
+}
+
+fn trivial_dir(count: usize) -> tempfile::TempDir {
+    let plugins: Vec<(String, String)> = (0..count)
+        .map(|i| {
+            (
+                format!("p{i:05}.lua"),
+                TRIVIAL_PLUGIN.replacen("\"ok\"", &format!("\"ok{i}\""), 1),
+            )
+        })
+        .collect();
+    plugin_dir(&plugins)
+}
+
+/// One plugin, nothing cached: compiling the Lua runtime dominates.
+async fn cold_load() -> Duration {
+    let dir = trivial_dir(1);
+    let start = Instant::now();
+    let runtime = Runtime::builder()
+        .plugin_dir(dir.path())
+        .cache(CodeCache::new(None))
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime");
+    let elapsed = start.elapsed();
+    assert_eq!(runtime.tools().len(), 1);
+    elapsed
+}
+
+/// One plugin with the compiled code at hand: instantiation plus load-time Lua.
+async fn warm_load() -> Duration {
+    let dir = trivial_dir(1);
+    let build = || {
+        Runtime::builder()
+            .plugin_dir(dir.path())
+            .debug_log(None)
+            .build()
+    };
+    build().await.expect("warm-up");
+    let mut samples = Vec::new();
+    for _ in 0..200 {
+        let start = Instant::now();
+        let runtime = build().await.expect("runtime");
+        samples.push(start.elapsed());
+        assert_eq!(runtime.tools().len(), 1);
+    }
+    median(&mut samples)
+}
+
+/// `count` plugins in one runtime, compiled code cached on disk.
+async fn load_many(count: usize) -> Duration {
+    let dir = trivial_dir(count);
+    // Compile (or read from the disk cache) outside the measurement.
+    let warm = trivial_dir(1);
+    Runtime::builder()
+        .plugin_dir(warm.path())
+        .debug_log(None)
+        .build()
+        .await
+        .expect("warm-up");
+    let start = Instant::now();
+    let runtime = Runtime::builder()
+        .plugin_dir(dir.path())
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime");
+    let elapsed = start.elapsed();
+    assert_eq!(runtime.tools().len(), count);
+    std::mem::forget(runtime);
+    elapsed
+}
+
+fn native_load_many(count: usize) -> Duration {
+    let start = Instant::now();
+    let plugins: Vec<NativePlugin> = (0..count)
+        .map(|_| NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize).expect("native plugin"))
+        .collect();
+    let elapsed = start.elapsed();
+    std::mem::forget(plugins);
+    elapsed
+}
+
+/// `plugins` x `calls` concurrent calls that each sleep 100 ms.
+async fn timers(plugins: usize, calls: usize) -> Duration {
+    let sources: Vec<(String, String)> = (0..plugins)
+        .map(|i| {
+            (
+                format!("nap{i:04}.lua"),
+                format!(r#"clm.tool_register("nap{i}", {{ invoke = function(_, ctx) clm.sleep(100) ctx:complete("") end }})"#),
+            )
+        })
+        .collect();
+    let dir = plugin_dir(&sources);
+    let runtime = Runtime::builder()
+        .plugin_dir(dir.path())
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime");
+    let start = Instant::now();
+    let pending: Vec<_> = (0..plugins * calls)
+        .map(|n| {
+            runtime
+                .call(&format!("nap{}", n % plugins), "{}")
+                .expect("call")
+        })
+        .collect();
+    for call in pending {
+        assert_eq!(call.await, CallOutcome::Completed(String::new()));
+    }
+    start.elapsed()
+}
+
+/// `count` trivial calls, one after the other (for instruction counts under callgrind:
+/// the difference between two counts, divided by the difference in calls, is the cost
+/// of one call whatever else the machine does).
+async fn calls(count: usize) -> Duration {
+    let dir = trivial_dir(1);
+    let runtime = Runtime::builder()
+        .plugin_dir(dir.path())
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime");
+    let start = Instant::now();
+    for _ in 0..count {
+        assert_eq!(
+            runtime.call("ok0", "{}").expect("call").await,
+            CallOutcome::Completed("ok".into())
+        );
+    }
+    start.elapsed()
+}
+
+fn native_calls(count: usize) -> Duration {
+    let plugin = NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize).expect("native plugin");
+    let start = Instant::now();
+    for _ in 0..count {
+        plugin.call("ok", "{}").expect("native call");
+    }
+    start.elapsed()
+}
