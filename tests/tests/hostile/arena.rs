@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tempfile::TempDir;
+use toolcell::artifact::Artifact;
 use toolcell::http::HostGrant;
-use toolcell::{Call, CallOutcome, DiagnosticKind, Runtime};
+use toolcell::manifest::{MANIFEST_SECTION, Manifest};
+use toolcell::{Call, CallOutcome, Runtime, Severity};
 use toolcell_tests::http_server::TestServer;
 
 use super::attack::{Attack, Expect, Setup, Source, Step};
@@ -237,7 +239,8 @@ fn install_plugin(attack: &Attack, plugins: &Path) -> Result<String, String> {
                 Source::Wat => format!("{}.wat", attack.name),
                 _ => format!("{}.core.wat", attack.name),
             };
-            (format!("{}.wasm", attack.name), assemble(&folder, &file)?)
+            let bytes = with_manifest(assemble(&folder, &file)?, attack.name);
+            (format!("{}.wasm", attack.name), bytes)
         }
         Source::Truncated { file, keep } => {
             let mut bytes = assemble(&folder, file)?;
@@ -251,6 +254,17 @@ fn install_plugin(attack: &Attack, plugins: &Path) -> Result<String, String> {
     };
     std::fs::write(plugins.join(&file), bytes).map_err(|e| format!("{file}: {e}"))?;
     Ok(file)
+}
+
+/// `bytes` carrying clm's default manifest with the attack's name as the id, as a
+/// `.wasm` plugin must to be admitted: the attacks are on what comes after admission.
+/// Bytes that are not a component at all stay as they are.
+fn with_manifest(bytes: Vec<u8>, name: &str) -> Vec<u8> {
+    let text = Manifest::clm_default(name).to_toml();
+    match Artifact::parse(&bytes) {
+        Ok(artifact) => artifact.rewrite(&[], &[(MANIFEST_SECTION, text.as_bytes())]),
+        Err(_) => bytes,
+    }
 }
 
 /// The component binary of `file`: a whole component (`.wat`), or a core module
@@ -313,7 +327,7 @@ async fn check_step(
             let found: Vec<&str> = runtime
                 .diagnostics()
                 .iter()
-                .filter(|d| d.kind == DiagnosticKind::LoadFailed)
+                .filter(|d| d.severity == Severity::Error)
                 .map(|d| d.message.as_str())
                 .collect();
             let matches = match (step, found.as_slice()) {

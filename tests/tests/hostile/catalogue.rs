@@ -684,17 +684,17 @@ fn wasm() -> Vec<Attack> {
             .core()
             .load_fails("plugin many_specs.wasm failed to load: it registered 100000 tools; a plugin may register at most 1000"),
         attack(Wasm, "unknown_import", "a component importing an interface the host lacks")
-            .wat()
+            .core()
             .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.1.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
         attack(Wasm, "wrong_import_type", "a component importing a host function with the wrong type")
             .wat()
-            .load_fails_starting_with("plugin wrong_import_type.wasm failed to load: the component does not fit toolcell's plugin world: "),
+            .load_fails("plugin wrong_import_type.wasm was refused: the component does not export toolcell:plugin/guest: it is not a toolcell plugin"),
         attack(Wasm, "wrong_world", "a component of another world (a command)")
             .wat()
-            .load_fails_starting_with("plugin wrong_world.wasm failed to load: the component does not export the plugin interface: "),
+            .load_fails("plugin wrong_world.wasm was refused: the component does not export toolcell:plugin/guest: it is not a toolcell plugin"),
         attack(Wasm, "core_module", "a core module instead of a component")
             .wat()
-            .load_fails_starting_with("plugin core_module.wasm failed to load: not a valid wasm component: "),
+            .load_fails("plugin core_module.wasm failed to load: a core wasm module, not a component: build it as a component (for Rust, --target wasm32-wasip2)"),
         attack(Wasm, "truncated", "a component cut off after 300 bytes")
             .truncated("trap_in_call.core.wat", 300)
             .load_fails_starting_with("plugin truncated.wasm failed to load: not a valid wasm component: "),
