@@ -257,3 +257,27 @@ async fn an_invalid_schema_is_reported_at_load_and_only_that_tool_is_dropped() {
     assert!(!diagnostics[0].message.contains('\n'));
     assert_eq!(output(&runtime, "fine", "{}").await, "fine");
 }
+
+#[tokio::test]
+async fn a_changed_sidecar_manifest_reloads_its_script() {
+    let fixture = Fixture::new(&[("word.lua", &answer("word", "same"))]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(runtime.plugins()[0].manifest.id, "word");
+
+    fixture.add_plugin("word.lua.toml", "id = \"renamed\"\nversion = \"2.0.0\"\n");
+    assert_eq!(
+        reload(&mut runtime, &fixture, "word.lua.toml").await,
+        vec![]
+    );
+
+    let manifest = &runtime.plugins()[0].manifest;
+    assert_eq!(
+        (manifest.id.as_str(), manifest.version.to_string()),
+        ("renamed", "2.0.0".to_string())
+    );
+    assert_eq!(
+        runtime.tool("word").map(|tool| tool.plugin.as_str()),
+        Some("renamed")
+    );
+    assert_eq!(output(&runtime, "word", "{}").await, "same");
+}
