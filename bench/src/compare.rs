@@ -181,6 +181,20 @@ async fn calls(options: &Options) {
         output(&runtime, "ok").await;
     }
     let one_caller = start.elapsed() / n as u32;
+    // An embedding agent calls from a task of its runtime, not from `block_on`: the
+    // plugin's actor and the caller then wake each other on one worker thread.
+    let in_task = {
+        let runtime = runtime.clone();
+        tokio::spawn(async move {
+            let start = Instant::now();
+            for _ in 0..n {
+                output(&runtime, "ok").await;
+            }
+            start.elapsed() / n as u32
+        })
+        .await
+        .expect("caller task")
+    };
     let callers = 64;
     let start = Instant::now();
     let tasks: Vec<_> = (0..callers)
@@ -202,7 +216,8 @@ async fn calls(options: &Options) {
         "trivial call", "native", "toolcell", "ratio", "calls/s"
     );
     for (name, toolcell_time) in [
-        ("1 caller", one_caller),
+        ("1 caller, from block_on", one_caller),
+        ("1 caller, in a runtime task", in_task),
         ("64 concurrent callers", many_callers),
     ] {
         println!(
