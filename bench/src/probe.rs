@@ -37,6 +37,17 @@ pub async fn run(kind: &str) {
     );
 }
 
+/// The plugins of `dir`, loaded as the CLI would (compiled code cached), without a
+/// debug log.
+async fn load(dir: &std::path::Path) -> Runtime {
+    Runtime::builder()
+        .plugin_dir(dir)
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime")
+}
+
 fn trivial_dir(count: usize) -> tempfile::TempDir {
     let plugins: Vec<(String, String)> = (0..count)
         .map(|i| {
@@ -90,19 +101,9 @@ async fn load_many(count: usize) -> Duration {
     let dir = trivial_dir(count);
     // Compile (or read from the disk cache) outside the measurement.
     let warm = trivial_dir(1);
-    Runtime::builder()
-        .plugin_dir(warm.path())
-        .debug_log(None)
-        .build()
-        .await
-        .expect("warm-up");
+    load(warm.path()).await;
     let start = Instant::now();
-    let runtime = Runtime::builder()
-        .plugin_dir(dir.path())
-        .debug_log(None)
-        .build()
-        .await
-        .expect("runtime");
+    let runtime = load(dir.path()).await;
     let elapsed = start.elapsed();
     assert_eq!(runtime.tools().len(), count);
     std::mem::forget(runtime);
@@ -130,12 +131,7 @@ async fn timers(plugins: usize, calls: usize) -> Duration {
         })
         .collect();
     let dir = plugin_dir(&sources);
-    let runtime = Runtime::builder()
-        .plugin_dir(dir.path())
-        .debug_log(None)
-        .build()
-        .await
-        .expect("runtime");
+    let runtime = load(dir.path()).await;
     let start = Instant::now();
     let pending: Vec<_> = (0..plugins * calls)
         .map(|n| {
@@ -155,12 +151,7 @@ async fn timers(plugins: usize, calls: usize) -> Duration {
 /// of one call whatever else the machine does).
 async fn calls(count: usize) -> Duration {
     let dir = trivial_dir(1);
-    let runtime = Runtime::builder()
-        .plugin_dir(dir.path())
-        .debug_log(None)
-        .build()
-        .await
-        .expect("runtime");
+    let runtime = load(dir.path()).await;
     let start = Instant::now();
     for _ in 0..count {
         assert_eq!(

@@ -51,17 +51,10 @@ pub(super) fn sign(args: SignArgs) -> ExitCode {
         },
         Err(error) => return usage_error(&format!("cannot read {}: {error}", args.key.display())),
     };
-    let bytes = match std::fs::read(&args.file) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return usage_error(&format!("cannot read {}: {error}", args.file.display()));
-        }
+    let signed = match with_artifact(&args.file, |artifact| signature::sign(&artifact, &key)) {
+        Ok(signed) => signed,
+        Err(message) => return usage_error(&message),
     };
-    let artifact = match Artifact::parse(&bytes) {
-        Ok(artifact) => artifact,
-        Err(error) => return usage_error(&format!("{}: {error}", args.file.display())),
-    };
-    let signed = signature::sign(&artifact, &key);
     let output = args.output.unwrap_or(args.file);
     if let Err(message) = write_atomically(&output, &signed, Readers::Everyone) {
         return usage_error(&message);
@@ -84,18 +77,12 @@ pub(super) fn verify(args: VerifyArgs) -> ExitCode {
     if trust.keys.is_empty() {
         return usage_error("no trusted keys: give --key or a --config with [trust] keys");
     }
-    let bytes = match std::fs::read(&args.file) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return usage_error(&format!("cannot read {}: {error}", args.file.display()));
-        }
-    };
-    let artifact = match Artifact::parse(&bytes) {
-        Ok(artifact) => artifact,
-        Err(error) => return usage_error(&format!("{}: {error}", args.file.display())),
+    let verdict = match with_artifact(&args.file, |artifact| trust.judge(&artifact)) {
+        Ok(verdict) => verdict,
+        Err(message) => return usage_error(&message),
     };
     let file = args.file.display();
-    match trust.judge(&artifact) {
+    match verdict {
         Verdict::Trusted(key) => {
             println!("{file}: signed by trusted key {key}");
             ExitCode::SUCCESS
@@ -135,4 +122,17 @@ pub(super) fn keygen(args: KeygenArgs) -> ExitCode {
     }
     println!("{}", key.public());
     ExitCode::SUCCESS
+}
+
+/// Reads and parses the artifact at `path` and hands it to `use_it`; the error is the
+/// line to print.
+fn with_artifact<T>(
+    path: &std::path::Path,
+    use_it: impl FnOnce(Artifact<'_>) -> T,
+) -> Result<T, String> {
+    let bytes =
+        std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let artifact =
+        Artifact::parse(&bytes).map_err(|error| format!("{}: {error}", path.display()))?;
+    Ok(use_it(artifact))
 }
