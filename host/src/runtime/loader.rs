@@ -84,6 +84,8 @@ pub(super) struct Loader {
 }
 
 impl Loader {
+    /// A loader for the runtime being built: `services` are shared by every plugin,
+    /// `policy` says what each may be granted.
     pub fn new(
         engine: Engine,
         cache: CodeCache,

@@ -31,6 +31,7 @@ pub(super) struct PluginDirs {
 }
 
 impl PluginDirs {
+    /// Checks that every directory and file exists (the user's mistake otherwise).
     pub fn new(given: Vec<PathBuf>, files: Vec<PathBuf>) -> Result<PluginDirs, BuildError> {
         let mut canonical = Vec::with_capacity(given.len());
         for dir in &given {
