@@ -146,7 +146,7 @@ impl Loader {
             )
         }));
         let pre = match source.code {
-            Code::EmbeddedLua => self.lua_pre().await,
+            Code::EmbeddedLua => guest::lua_pre(&self.engine, &self.cache, self.linker).await,
             Code::Component { bytes, digest } => self.component_pre(bytes, digest).await,
         };
         let outcome = match pre {
@@ -178,15 +178,6 @@ impl Loader {
             }
         };
         LoadReport { warnings, outcome }
-    }
-
-    /// The Lua guest, linked once per process (compiling it, or reading the compiled
-    /// code from the cache, the first time).
-    async fn lua_pre(&self) -> Result<PluginPre, String> {
-        let (engine, cache, linker) = (self.engine.clone(), self.cache.clone(), self.linker);
-        tokio::task::spawn_blocking(move || guest::lua_pre(&engine, &cache, linker))
-            .await
-            .map_err(|error| error.to_string())?
     }
 
     /// Compiles a component (off the async threads: a large one takes seconds).
