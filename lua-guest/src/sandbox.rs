@@ -11,7 +11,9 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 use crate::bindings::toolcell::plugin::host;
 use crate::errors;
 
-/// How many VM instructions run between two deadline checks (clm-tool(5)).
+/// How many VM instructions run between two deadline checks (clm-tool(5)). toolcell's
+/// Lua counts them in bulk, per loop iteration and per call, at most this many apart
+/// (third_party/lua-src/PATCHED.md).
 const INSTRUCTIONS_PER_CHECK: u32 = 10_000;
 
 /// Globals removed after the safe libraries are loaded (clm-tool(5), "Sandbox").

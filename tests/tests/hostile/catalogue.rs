@@ -55,6 +55,10 @@ fn cpu() -> Vec<Attack> {
         attack(Cpu, "goto_loop", "a loop of goto alone, no calls, in a call")
             .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
             .completes("goto_calls", "{}", "1"),
+        attack(Cpu, "call_spin", "endless tail calls and endless branching recursion, no loops")
+            .fails("tail_spin", "{}", "tool 'tail_spin' timed out after 200 ms")
+            .fails("fib_spin", "{}", "tool 'fib_spin' timed out after 200 ms")
+            .completes("spin_calls", "{}", "2"),
         attack(Cpu, "load_backtrack", "catastrophic pattern backtracking in C at load time")
             .load_fails(
                 "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",

@@ -140,7 +140,7 @@ LUA_API void lua_sethook (lua_State *L, lua_Hook func, int mask, int count) {
   L->basehookcount = count;
   resethookcount(L);
   L->hookmask = cast_byte(mask);
-  if (mask)
+  if (tracehooks(L))  /* toolcell: the count hook needs no traps */
     settraps(L->ci);  /* to trace inside 'luaV_execute' */
 }
 
@@ -929,26 +929,19 @@ int luaG_traceexec (lua_State *L, const Instruction *pc) {
   CallInfo *ci = L->ci;
   lu_byte mask = L->hookmask;
   const Proto *p = ci_func(ci)->p;
-  int counthook;
-  if (!(mask & (LUA_MASKLINE | LUA_MASKCOUNT))) {  /* no hooks? */
+  if (!(mask & LUA_MASKLINE)) {  /* no line hook? (toolcell: count hooks are
+                                    called by 'luaG_countevent') */
     ci->u.l.trap = 0;  /* don't need to stop again */
     return 0;  /* turn off 'trap' */
   }
   pc++;  /* reference is always next instruction */
   ci->u.l.savedpc = pc;  /* save 'pc' */
-  counthook = (mask & LUA_MASKCOUNT) && (--L->hookcount == 0);
-  if (counthook)
-    resethookcount(L);  /* reset count */
-  else if (!(mask & LUA_MASKLINE))
-    return 1;  /* no line hook and count != 0; nothing to be done now */
   if (ci->callstatus & CIST_HOOKYIELD) {  /* hook yielded last time? */
     ci->callstatus &= ~CIST_HOOKYIELD;  /* erase mark */
     return 1;  /* do not call hook again (VM yielded, so it did not move) */
   }
   if (!isIT(*(ci->u.l.savedpc - 1)))  /* top not being used? */
     L->top.p = ci->top.p;  /* correct top */
-  if (counthook)
-    luaD_hook(L, LUA_HOOKCOUNT, -1, 0, 0);  /* call count hook */
   if (mask & LUA_MASKLINE) {
     /* 'L->oldpc' may be invalid; use zero in this case */
     int oldpc = (L->oldpc < p->sizecode) ? L->oldpc : 0;
@@ -961,11 +954,33 @@ int luaG_traceexec (lua_State *L, const Instruction *pc) {
     L->oldpc = npci;  /* 'pc' of last call to line hook */
   }
   if (L->status == LUA_YIELD) {  /* did hook yield? */
-    if (counthook)
-      L->hookcount = 1;  /* undo decrement to zero */
     ci->callstatus |= CIST_HOOKYIELD;  /* mark that it yielded */
     luaD_throw(L, LUA_YIELD);
   }
   return 1;  /* keep 'trap' on */
 }
 
+
+
+/*
+** toolcell: calls the count hook. Stock Lua counts every instruction in
+** 'luaG_traceexec', which a count hook makes the interpreter call before
+** every instruction: that halves its speed. Here the interpreter charges
+** instructions in bulk instead: each function activation its code size
+** (what it can run without jumping back), each loop iteration the length
+** of its body. It checks the count at every backward jump and every call
+** made by Lua code, which any code that runs without end keeps doing, and
+** calls this when the count is used up. The charges bound from above the
+** instructions that run, so the hook runs about as often as stock Lua's.
+** The caller has saved 'pc' and made 'L->top' safe to use. A count hook
+** may not yield here (the interpreter cannot resume in the middle of a
+** jump or a call); it is an error.
+*/
+void luaG_countevent (lua_State *L) {
+  resethookcount(L);
+  luaD_hook(L, LUA_HOOKCOUNT, -1, 0, 0);
+  if (l_unlikely(L->status == LUA_YIELD)) {
+    L->status = LUA_OK;
+    luaG_runerror(L, "a count hook cannot yield");
+  }
+}

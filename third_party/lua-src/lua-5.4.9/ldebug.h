@@ -21,6 +21,20 @@
 #define resethookcount(L)	(L->hookcount = L->basehookcount)
 
 /*
+** toolcell: the count hook is not checked before every instruction (see
+** 'luaG_countevent'), so only the call, return and line hooks need 'trap'.
+*/
+#define tracehooks(L)	((L)->hookmask & (LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE))
+
+/* toolcell: charges 'n' instructions to the count hook, without checking it */
+#define countcharge(L,n)  \
+	{ if ((L)->hookmask & LUA_MASKCOUNT) (L)->hookcount -= (n); }
+
+/* toolcell: charges 'n' instructions; true when the count hook is due */
+#define countdue(L,n)  \
+	(l_unlikely((L)->hookmask & LUA_MASKCOUNT) && ((L)->hookcount -= (n)) <= 0)
+
+/*
 ** mark for entries in 'lineinfo' array that has absolute information in
 ** 'abslineinfo' array
 */
@@ -58,6 +72,7 @@ LUAI_FUNC const char *luaG_addinfo (lua_State *L, const char *msg,
                                                   TString *src, int line);
 LUAI_FUNC l_noret luaG_errormsg (lua_State *L);
 LUAI_FUNC int luaG_traceexec (lua_State *L, const Instruction *pc);
+LUAI_FUNC void luaG_countevent (lua_State *L);
 LUAI_FUNC int luaG_tracecall (lua_State *L);
 
 

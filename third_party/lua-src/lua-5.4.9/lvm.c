@@ -1093,7 +1093,34 @@ void luaV_finishOp (lua_State *L) {
 ** Execute a jump instruction. The 'updatetrap' allows signals to stop
 ** tight loops. (Without it, the local copy of 'trap' could never change.)
 */
-#define dojump(ci,i,e)	{ pc += GETARG_sJ(i) + e; updatetrap(ci); }
+#define dojump(ci,i,e)	{ pc += GETARG_sJ(i) + e; \
+                          if (GETARG_sJ(i) < 0) countbackedge(ci, -GETARG_sJ(i)); \
+                          updatetrap(ci); }
+
+
+/*
+** toolcell: a backward jump (a loop iteration whose body is 'n'
+** instructions long) for the count hook. 'pc' is the next instruction;
+** the hook sees the state 'luaG_traceexec' would give it there.
+*/
+#define countbackedge(ci,n)  \
+	{ if (countdue(L, n)) { \
+	    ci->u.l.savedpc = pc + 1; \
+	    if (!isIT(*pc)) L->top.p = ci->top.p; \
+	    luaG_countevent(L); \
+	    updatebase(ci); } }
+
+
+/*
+** toolcell: check the count hook before a call (the callee charges its
+** own instructions when it starts). 'L->top' marks the end of the
+** arguments ('luaD_hook' keeps them); the hook may move the stack, so 'ra'
+** is computed again.
+*/
+#define countcall(ci)  \
+	{ if (countdue(L, 0)) { \
+	    luaG_countevent(L); \
+	    updatebase(ci); ra = RA(i); } }
 
 
 /* for test instructions, execute the jump instruction that follows it */
@@ -1166,7 +1193,8 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
 #include "ljumptab.h"
 #endif
  startfunc:
-  trap = L->hookmask;
+  trap = tracehooks(L);  /* toolcell: the count hook needs no 'trap' */
+  countcharge(L, clLvalue(s2v(ci->func.p))->p->sizecode);  /* toolcell */
  returning:  /* trap already set */
   cl = ci_func(ci);
   k = cl->p->k;
@@ -1687,6 +1715,7 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
           L->top.p = ra + b;  /* top signals number of arguments */
         /* else previous instruction set top */
         savepc(L);  /* in case of errors */
+        countcall(ci);
         if ((newci = luaD_precall(L, ra, nresults)) == NULL)
           updatetrap(ci);  /* C call; nothing else to be done */
         else {  /* Lua call: run function in this same C frame */
@@ -1707,6 +1736,7 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
         else  /* previous instruction set top */
           b = cast_int(L->top.p - ra);
         savepc(ci);  /* several calls here can raise errors */
+        countcall(ci);
         if (TESTARG_k(i)) {
           luaF_closeupval(L, base);  /* close upvalues from current call */
           lua_assert(L->tbclist.p < base);  /* no pending tbc variables */
@@ -1744,7 +1774,7 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
         goto ret;
       }
       vmcase(OP_RETURN0) {
-        if (l_unlikely(L->hookmask)) {
+        if (l_unlikely(tracehooks(L))) {
           StkId ra = RA(i);
           L->top.p = ra;
           savepc(ci);
@@ -1761,7 +1791,7 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
         goto ret;
       }
       vmcase(OP_RETURN1) {
-        if (l_unlikely(L->hookmask)) {
+        if (l_unlikely(tracehooks(L))) {
           StkId ra = RA(i);
           L->top.p = ra + 1;
           savepc(ci);
@@ -1801,10 +1831,13 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
             chgivalue(s2v(ra), idx);  /* update internal index */
             setivalue(s2v(ra + 3), idx);  /* and control variable */
             pc -= GETARG_Bx(i);  /* jump back */
+            countbackedge(ci, GETARG_Bx(i));
           }
         }
-        else if (floatforloop(ra))  /* float loop */
+        else if (floatforloop(ra)) {  /* float loop */
           pc -= GETARG_Bx(i);  /* jump back */
+          countbackedge(ci, GETARG_Bx(i));
+        }
         updatetrap(ci);  /* allows a signal to break the loop */
         vmbreak;
       }
@@ -1847,6 +1880,7 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
         if (!ttisnil(s2v(ra + 4))) {  /* continue loop? */
           setobjs2s(L, ra + 2, ra + 4);  /* save control variable */
           pc -= GETARG_Bx(i);  /* jump back */
+          countbackedge(ci, GETARG_Bx(i));
         }
         vmbreak;
       }}
