@@ -19,7 +19,7 @@ use crate::workloads::COMPUTE;
 
 /// Lua memory limit for the compute plugin on both sides: the workloads hold a few
 /// megabytes of tables and strings at once.
-const COMPUTE_MEMORY: usize = 128 * MIB as usize;
+pub const COMPUTE_MEMORY: usize = 128 * MIB as usize;
 
 /// The trivial tool of the call benchmarks.
 pub const TRIVIAL_PLUGIN: &str =

@@ -53,11 +53,16 @@ enum Command {
 /// Engine settings to vary, to measure what each costs or buys.
 #[derive(clap::Args, Clone, Copy, Default)]
 pub struct EngineFlags {
-    /// Turn fuel metering off.
+    /// Turn fuel metering off; epoch interruption then enforces the hard deadline.
     #[arg(long)]
     no_fuel: bool,
-    /// Turn epoch interruption off.
-    #[arg(long)]
+    /// Enforce the hard deadline with epoch interruption even with fuel on (the
+    /// setting toolcell had before fuel yields took its place).
+    #[arg(long, conflicts_with = "no_epoch")]
+    epoch: bool,
+    /// With --no-fuel: no epoch interruption either, so no hard deadline (the cost of
+    /// wasm alone).
+    #[arg(long, requires = "no_fuel")]
     no_epoch: bool,
     /// Allocate instances on demand instead of from the pooling allocator.
     #[arg(long)]
@@ -72,7 +77,7 @@ impl EngineFlags {
     fn apply(self) {
         let options = toolcell::engine::Options {
             fuel: !self.no_fuel,
-            epoch: !self.no_epoch,
+            epoch: self.epoch || (self.no_fuel && !self.no_epoch),
             pooling: !self.no_pooling,
             perf_map: self.perf_map,
         };
@@ -83,6 +88,7 @@ impl EngineFlags {
     pub fn args(self) -> Vec<&'static str> {
         [
             (self.no_fuel, "--no-fuel"),
+            (self.epoch, "--epoch"),
             (self.no_epoch, "--no-epoch"),
             (self.no_pooling, "--no-pooling"),
             (self.perf_map, "--perf-map"),

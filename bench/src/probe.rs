@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use toolcell::cache::CodeCache;
-use toolcell::limits::MIB;
+use toolcell::limits::{Limits, MIB};
 use toolcell::{CallOutcome, Runtime};
 
-use crate::compare::{TRIVIAL_PLUGIN, plugin_dir};
+use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, plugin_dir};
 use crate::measure::{median, rss_kib};
 use crate::native::NativePlugin;
 
@@ -26,7 +26,16 @@ pub async fn run(kind: &str) {
             }
             None => match other.strip_prefix("native-calls-") {
                 Some(count) => native_calls(count.parse().expect("native-calls-N")),
-                None => panic!("unknown probe {other}"),
+                None => match other.split_once(':') {
+                    Some((workload, runs)) => {
+                        let runs = runs.parse().expect("compute-N:RUNS");
+                        match workload.strip_prefix("native-") {
+                            Some(workload) => native_compute(workload, runs),
+                            None => compute(workload, runs).await,
+                        }
+                    }
+                    None => panic!("unknown probe {other}"),
+                },
             },
         },
     };
@@ -167,6 +176,41 @@ fn native_calls(count: usize) -> Duration {
     let start = Instant::now();
     for _ in 0..count {
         plugin.call("ok", "{}").expect("native call");
+    }
+    start.elapsed()
+}
+
+/// Compute workload `tool` (`w1`, `w2`, ...) run `runs` times on toolcell; like
+/// `calls`, for instruction counts under callgrind (two run counts, subtracted, give
+/// one run whatever the machine does).
+async fn compute(tool: &str, runs: usize) -> Duration {
+    let dir = plugin_dir(&[("compute.lua".into(), crate::compare::compute_plugin())]);
+    let runtime = Runtime::builder()
+        .plugin_dir(dir.path())
+        .limits(Limits {
+            // The setup builds 1 MB documents at load; under callgrind that takes long.
+            load_timeout: Duration::from_secs(600),
+            ..Limits::default().with_memory(COMPUTE_MEMORY as u64)
+        })
+        .debug_log(None)
+        .build()
+        .await
+        .expect("runtime");
+    let start = Instant::now();
+    for _ in 0..runs {
+        let outcome = runtime.call(tool, "{}").expect("call").await;
+        assert!(matches!(outcome, CallOutcome::Completed(_)), "{outcome:?}");
+    }
+    start.elapsed()
+}
+
+/// `compute` on native mlua.
+fn native_compute(tool: &str, runs: usize) -> Duration {
+    let plugin = NativePlugin::load(&crate::compare::compute_plugin(), COMPUTE_MEMORY)
+        .expect("native plugin");
+    let start = Instant::now();
+    for _ in 0..runs {
+        plugin.call(tool, "{}").expect("native run");
     }
     start.elapsed()
 }

@@ -4,7 +4,7 @@
 //! calls, delivering operation outcomes, cancelling calls (on request or when their
 //! deadline passes), and replacing the instance after a crash. Many actors run
 //! concurrently on tokio, so plugins never wait for each other; a long step yields to
-//! the executor at every epoch tick.
+//! the executor at every fuel yield.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

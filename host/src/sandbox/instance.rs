@@ -1,8 +1,10 @@
 //! A live plugin instance: creating it, loading the plugin, and running one step at a
-//! time under the backstops (fuel per call, an epoch-checked hard deadline per step,
+//! time under the backstops (fuel per call, a hard deadline per step checked at fuel yields,
 //! the memory cap). A trap ends the instance; the caller discards it.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::InstancePre;
@@ -67,7 +69,7 @@ impl std::fmt::Display for LoadFailure {
 #[derive(Debug, Clone)]
 pub struct Crash(pub String);
 
-/// Raised by the epoch callback when a step overruns its hard deadline.
+/// A step overran its hard deadline (seen at a fuel yield or an epoch tick).
 #[derive(Debug)]
 struct HardDeadline;
 
@@ -98,21 +100,24 @@ impl Instance {
         let limits = &context.limits;
         let mut store = Store::new(pre.engine(), StoreState::new(context.clone(), events));
         store.limiter(|state| &mut state.cap);
-        store.epoch_deadline_callback(|store| {
-            if Instant::now() >= store.data().hard_deadline {
-                Err(wasmtime::Error::new(HardDeadline))
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
-        arm(
-            &mut store,
-            limits.fuel,
-            Instant::now() + limits.load_timeout + limits.deadline_grace,
-        );
-        let plugin = pre
-            .pre
-            .instantiate_async(&mut store)
+        let engine = crate::engine::options();
+        if engine.fuel {
+            store
+                .fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL))
+                .map_err(|error| LoadFailure::Crashed(format!("{error:#}")))?;
+        }
+        if engine.epoch {
+            store.epoch_deadline_callback(|store| {
+                if Instant::now() >= store.data().hard_deadline {
+                    Err(wasmtime::Error::new(HardDeadline))
+                } else {
+                    Ok(UpdateDeadline::Yield(1))
+                }
+            });
+        }
+        let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
+        arm(&mut store, limits.fuel, hard_deadline);
+        let plugin = until(hard_deadline, pre.pre.instantiate_async(&mut store))
             .await
             .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0).0))?;
         let request = LoadRequest {
@@ -122,10 +127,8 @@ impl Instance {
             memory_limit: limits.memory,
             debug_log: context.debug_log.is_some(),
         };
-        let result = plugin
-            .toolcell_plugin_guest()
-            .call_load(&mut store, &request)
-            .await;
+        let guest = plugin.toolcell_plugin_guest();
+        let result = until(hard_deadline, guest.call_load(&mut store, &request)).await;
         match result {
             // Load-time code that never returned control (C-level work, a bare wasm
             // loop) ran past the load deadline like any other: say so, unless the
@@ -165,12 +168,11 @@ impl Instance {
         fuel: &mut u64,
     ) -> Result<CallState, Crash> {
         self.ops().begin_call(call);
-        self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(*fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let deadline_ns = clock::instant_to_nanos(deadline);
-        let result = guest
-            .call_start(&mut self.store, call, tool, args, deadline_ns)
-            .await;
+        let step = guest.call_start(&mut self.store, call, tool, args, deadline_ns);
+        let result = until(hard_deadline, step).await;
         self.finish(result, fuel)
             .map(|state| self.memory_hint(state))
     }
@@ -184,9 +186,10 @@ impl Instance {
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<CallState, Crash> {
-        self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(*fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
-        let result = guest.call_resume(&mut self.store, call, op, outcome).await;
+        let step = guest.call_resume(&mut self.store, call, op, outcome);
+        let result = until(hard_deadline, step).await;
         self.finish(result, fuel)
             .map(|state| self.memory_hint(self.explain_memory(state)))
     }
@@ -196,9 +199,10 @@ impl Instance {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
         let mut fuel = self.store.data().plugin.limits.fuel;
-        self.prepare(fuel, Instant::now());
+        let hard_deadline = self.prepare(fuel, Instant::now());
         let guest = self.plugin.toolcell_plugin_guest();
-        let result = guest.call_cancel(&mut self.store, call, reason).await;
+        let step = guest.call_cancel(&mut self.store, call, reason);
+        let result = until(hard_deadline, step).await;
         self.ops().end_call(call);
         self.finish(result, &mut fuel)
     }
@@ -208,10 +212,13 @@ impl Instance {
         self.ops().end_call(call);
     }
 
-    fn prepare(&mut self, fuel: u64, deadline: Instant) {
-        let grace = self.store.data().plugin.limits.deadline_grace;
-        arm(&mut self.store, fuel, deadline + grace);
+    /// Arms the backstops for a step that should end by `deadline`; returns the hard
+    /// deadline (the deadline plus the grace period).
+    fn prepare(&mut self, fuel: u64, deadline: Instant) -> Instant {
+        let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
+        arm(&mut self.store, fuel, hard_deadline);
         self.refusals_before_step = self.store.data().cap.refusals();
+        hard_deadline
     }
 
     /// The guest only sees a failed allocation; when the host's cap refused memory
@@ -250,12 +257,31 @@ impl Instance {
 }
 
 /// Arms the backstops for the next step: the fuel it may burn and the instant after
-/// which the epoch callback traps it.
+/// which it is stopped.
 fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
     // Fuel is only unavailable when metering is off (benchmarks can turn it off).
     let _ = store.set_fuel(fuel);
     store.data_mut().hard_deadline = hard_deadline;
     store.set_epoch_deadline(1);
+}
+
+/// Runs one step of plugin code, stopping it at `hard_deadline`. Running wasm yields
+/// to the executor every `engine::FUEL_YIELD_INTERVAL` units of fuel (or at epoch
+/// ticks, when those stand in); each time, the deadline is checked. A step stopped
+/// this way is dropped mid-flight, which unwinds its fiber: the instance is then
+/// replaced, as after any trap.
+async fn until<R>(
+    hard_deadline: Instant,
+    step: impl Future<Output = wasmtime::Result<R>>,
+) -> wasmtime::Result<R> {
+    let mut step = std::pin::pin!(step);
+    std::future::poll_fn(|cx| match step.as_mut().poll(cx) {
+        Poll::Pending if Instant::now() >= hard_deadline => {
+            Poll::Ready(Err(wasmtime::Error::new(HardDeadline)))
+        }
+        other => other,
+    })
+    .await
 }
 
 /// Words a trap for users: which limit it hit, or what went wrong. `refusals_before`

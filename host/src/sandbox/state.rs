@@ -24,7 +24,8 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
-    /// The step running now must end by this instant, or the epoch backstop traps it.
+    /// The step running now must end by this instant, or it is stopped (at a fuel yield,
+    /// or at an epoch tick when epoch interruption stands in for fuel yields).
     pub(super) hard_deadline: Instant,
 }
 
