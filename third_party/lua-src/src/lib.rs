@@ -222,10 +222,14 @@ impl Build {
         config
             .include(&source_dir)
             .warnings(false) // Suppress all warnings
-            .flag_if_supported("-fno-common") // Compile common globals like normal definitions
-            .add_files_by_ext(&source_dir, "c")?
-            .out_dir(&lib_dir)
-            .try_compile(&lua_lib)?;
+            .flag_if_supported("-fno-common"); // Compile common globals like normal definitions
+        // toolcell: Lua 5.4 is compiled as one translation unit (unity/onelua.c).
+        if let Lua54 = version {
+            config.file(manifest_dir.join("unity").join("onelua.c"));
+        } else {
+            config.add_files_by_ext(&source_dir, "c")?;
+        }
+        config.out_dir(&lib_dir).try_compile(&lua_lib)?;
 
         for f in &["lauxlib.h", "lua.h", "luaconf.h", "lualib.h"] {
             let from = source_dir.join(f);

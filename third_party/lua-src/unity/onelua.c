@@ -1,0 +1,51 @@
+/*
+** toolcell: the whole Lua 5.4 library (core and standard libraries) as one
+** translation unit, so the C compiler can inline across Lua's modules: the
+** table, string and stack helpers the interpreter calls on every opcode
+** become part of 'luaV_execute'. Under wasm each call that remains also
+** saves and restores the fuel counter, so fewer calls pay twice.
+** Internal functions keep their extern declarations (LUAI_FUNC); only the
+** compilation is merged. Lua's sources are written to allow this.
+*/
+
+/* As ltablib.c does for itself: stdlib.h before lprefix.h's _XOPEN_SOURCE
+   limits it, so that WASI's arc4random is declared. */
+#if defined(__wasi__)
+#include <stdlib.h>
+#endif
+
+/* core */
+#include "lzio.c"
+#include "lctype.c"
+#include "lopcodes.c"
+#include "lmem.c"
+#include "lundump.c"
+#include "ldump.c"
+#include "lstate.c"
+#include "lgc.c"
+#include "llex.c"
+#include "lcode.c"
+#include "lparser.c"
+#include "ldebug.c"
+#include "lfunc.c"
+#include "lobject.c"
+#include "ltm.c"
+#include "lstring.c"
+#include "ltable.c"
+#include "ldo.c"
+#include "lvm.c"
+#include "lapi.c"
+
+/* auxiliary and standard libraries */
+#include "lauxlib.c"
+#include "lbaselib.c"
+#include "lcorolib.c"
+#include "ldblib.c"
+#include "liolib.c"
+#include "lmathlib.c"
+#include "loadlib.c"
+#include "loslib.c"
+#include "lstrlib.c"
+#include "ltablib.c"
+#include "lutf8lib.c"
+#include "linit.c"
