@@ -7,11 +7,11 @@ use std::time::Duration;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How much fuel running plugin code burns between two yields to the async executor,
-/// where its hard deadline is checked: about 10 ms of Lua on the benchmark machine
-/// (fib(30) burns some 10^9 in 200 ms). Fuel metering is paid for anyway, where epoch
-/// interruption would add a check to every loop of the interpreter; but each yield
-/// wakes an idle tokio worker (a futex wake, costly in a VM), so yields are kept as
-/// rare as the epoch ticks they replace.
+/// where its hard deadline is checked: about 5 ms of Lua on the benchmark machine
+/// (fib(30) burns 1.3-1.6 x 10^9 in 150-190 ms). Fuel metering is paid for anyway,
+/// where epoch interruption would add a check to every loop of the interpreter; but
+/// each yield wakes an idle tokio worker (a futex wake, costly in a VM), so yields are
+/// kept about as rare as the 10 ms epoch ticks they replace.
 pub const FUEL_YIELD_INTERVAL: u64 = 50_000_000;
 
 /// How often the engine's epoch advances, when epoch interruption stands in for fuel
