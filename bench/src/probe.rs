@@ -28,7 +28,7 @@ pub async fn run(kind: &str) {
                 Some(count) => native_calls(count.parse().expect("native-calls-N")),
                 None => match other.split_once(':') {
                     Some((workload, runs)) => {
-                        let runs = runs.parse().expect("compute-N:RUNS");
+                        let runs = runs.parse().expect("wN:RUNS");
                         match workload.strip_prefix("native-") {
                             Some(workload) => native_compute(workload, runs),
                             None => compute(workload, runs).await,

@@ -10,9 +10,10 @@
 // unreachable; it is exercised through real sandboxes by the host's integration tests.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-/// Every Rust and Lua allocation of the guest. wasi-libc's dlmalloc (Rust's default
-/// on wasm32-wasip2) costs about twice as many instructions per allocation; Lua
-/// allocates on nearly every string and table operation.
+/// Every Rust and Lua allocation of the guest. Rust's default on wasm32-wasip2 goes
+/// through std's System allocator to wasi-libc's malloc (dlmalloc): a third more
+/// instructions per allocation by callgrind. Lua allocates on nearly every string and
+/// table operation.
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
