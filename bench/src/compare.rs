@@ -66,7 +66,9 @@ pub fn plugin_dir(plugins: &[(String, String)]) -> TempDir {
     dir
 }
 
-async fn load(dir: &Path, limits: Limits) -> Runtime {
+/// The plugins of `dir`, loaded as the CLI would (compiled code cached) without a
+/// debug log; every plugin must load cleanly.
+pub async fn load(dir: &Path, limits: Limits) -> Runtime {
     let runtime = Runtime::builder()
         .plugin_dir(dir)
         .limits(limits)

@@ -8,7 +8,7 @@ use toolcell::cache::CodeCache;
 use toolcell::limits::{Limits, MIB};
 use toolcell::{CallOutcome, Runtime};
 
-use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, plugin_dir};
+use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, load, plugin_dir};
 use crate::measure::{median, rss_kib};
 use crate::native::NativePlugin;
 
@@ -46,17 +46,6 @@ pub async fn run(kind: &str) {
     );
 }
 
-/// The plugins of `dir`, loaded as the CLI would (compiled code cached), without a
-/// debug log.
-async fn load(dir: &std::path::Path) -> Runtime {
-    Runtime::builder()
-        .plugin_dir(dir)
-        .debug_log(None)
-        .build()
-        .await
-        .expect("runtime")
-}
-
 fn trivial_dir(count: usize) -> tempfile::TempDir {
     let plugins: Vec<(String, String)> = (0..count)
         .map(|i| {
@@ -88,17 +77,11 @@ async fn cold_load() -> Duration {
 /// One plugin with the compiled code at hand: instantiation plus load-time Lua.
 async fn warm_load() -> Duration {
     let dir = trivial_dir(1);
-    let build = || {
-        Runtime::builder()
-            .plugin_dir(dir.path())
-            .debug_log(None)
-            .build()
-    };
-    build().await.expect("warm-up");
+    load(dir.path(), Limits::default()).await;
     let mut samples = Vec::new();
     for _ in 0..200 {
         let start = Instant::now();
-        let runtime = build().await.expect("runtime");
+        let runtime = load(dir.path(), Limits::default()).await;
         samples.push(start.elapsed());
         assert_eq!(runtime.tools().len(), 1);
     }
@@ -110,9 +93,9 @@ async fn load_many(count: usize) -> Duration {
     let dir = trivial_dir(count);
     // Compile (or read from the disk cache) outside the measurement.
     let warm = trivial_dir(1);
-    load(warm.path()).await;
+    load(warm.path(), Limits::default()).await;
     let start = Instant::now();
-    let runtime = load(dir.path()).await;
+    let runtime = load(dir.path(), Limits::default()).await;
     let elapsed = start.elapsed();
     assert_eq!(runtime.tools().len(), count);
     std::mem::forget(runtime);
@@ -140,7 +123,7 @@ async fn timers(plugins: usize, calls: usize) -> Duration {
         })
         .collect();
     let dir = plugin_dir(&sources);
-    let runtime = load(dir.path()).await;
+    let runtime = load(dir.path(), Limits::default()).await;
     let start = Instant::now();
     let pending: Vec<_> = (0..plugins * calls)
         .map(|n| {
@@ -160,7 +143,7 @@ async fn timers(plugins: usize, calls: usize) -> Duration {
 /// of one call whatever else the machine does).
 async fn calls(count: usize) -> Duration {
     let dir = trivial_dir(1);
-    let runtime = load(dir.path()).await;
+    let runtime = load(dir.path(), Limits::default()).await;
     let start = Instant::now();
     for _ in 0..count {
         assert_eq!(
@@ -185,17 +168,12 @@ fn native_calls(count: usize) -> Duration {
 /// one run whatever the machine does).
 async fn compute(tool: &str, runs: usize) -> Duration {
     let dir = plugin_dir(&[("compute.lua".into(), crate::compare::compute_plugin())]);
-    let runtime = Runtime::builder()
-        .plugin_dir(dir.path())
-        .limits(Limits {
-            // The setup builds 1 MB documents at load; under callgrind that takes long.
-            load_timeout: Duration::from_secs(600),
-            ..Limits::default().with_memory(COMPUTE_MEMORY as u64)
-        })
-        .debug_log(None)
-        .build()
-        .await
-        .expect("runtime");
+    let limits = Limits {
+        // The setup builds 1 MB documents at load; under callgrind that takes long.
+        load_timeout: Duration::from_secs(600),
+        ..Limits::default().with_memory(COMPUTE_MEMORY as u64)
+    };
+    let runtime = load(dir.path(), limits).await;
     let start = Instant::now();
     for _ in 0..runs {
         let outcome = runtime.call(tool, "{}").expect("call").await;
