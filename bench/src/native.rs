@@ -44,7 +44,7 @@ impl NativePlugin {
         for name in ["dofile", "loadfile", "load", "require", "collectgarbage"] {
             globals.raw_set(name, Value::Nil)?;
         }
-        toolcell_lua_guest::json::install(&lua, memory)?;
+        toolcell_lua_guest::json::install(&lua, move |_| memory)?;
         let tools = Rc::new(RefCell::new(HashMap::new()));
         let registry = tools.clone();
         let clm = lua.create_table()?;

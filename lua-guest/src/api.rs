@@ -35,8 +35,6 @@ pub struct Registry {
     pub invokes: Vec<Function>,
     /// Tool name to index in `specs`.
     pub by_name: HashMap<String, usize>,
-    /// The plugin's name, the first key `clm.config` is looked up by.
-    pub plugin_name: String,
     /// Whether `clm.config` has been filled from the user's configuration.
     pub config_matched: bool,
 }
@@ -51,14 +49,11 @@ impl Registry {
     }
 }
 
-/// Installs every global of the plugin API.
-pub fn install(
-    lua: &Lua,
-    yield_fn: Function,
-    watchdog: Rc<Watchdog>,
-    json_limit: usize,
-) -> mlua::Result<()> {
-    json::install(lua, json_limit)?;
+/// Installs every global of the plugin API. Nothing here depends on which plugin will
+/// run: that is told later by [`configure`], so this state can be prepared once and
+/// snapshotted (see `runtime::prepare`).
+pub fn install(lua: &Lua, yield_fn: Function, watchdog: Rc<Watchdog>) -> mlua::Result<()> {
+    json::install(lua, crate::runtime::memory_limit)?;
     install_clm(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
@@ -86,15 +81,19 @@ fn install_clm(lua: &Lua) -> mlua::Result<()> {
     clm.raw_set("read_file", lua.create_function(read_file)?)?;
     clm.raw_set("write_file", lua.create_function(write_file)?)?;
     let config = lua.create_table()?;
-    let plugin_name = lua
-        .app_data_ref::<Registry>()
-        .map(|registry| registry.plugin_name.clone());
     clm.raw_set("config", config.clone())?;
     lua.set_named_registry_value(CONFIG_KEY, config)?;
-    if let Some(name) = plugin_name {
-        adopt_config(lua, &name)?;
-    }
     lua.globals().raw_set("clm", clm)
+}
+
+/// Tells the prepared API which plugin it serves: the registry of its tools, and
+/// `clm.config` filled from the user's configuration under the plugin's name.
+pub fn configure(lua: &Lua, plugin_name: &str) -> mlua::Result<()> {
+    lua.set_app_data(Registry {
+        loading: true,
+        ..Registry::default()
+    });
+    adopt_config(lua, plugin_name)
 }
 
 /// Named registry key of the `clm.config` table (the plugin may replace the field).

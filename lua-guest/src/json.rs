@@ -45,15 +45,16 @@ end
 return json
 "#;
 
-/// Installs the global `json` table (encode, decode, null). `max_encode_bytes` bounds
-/// the text json.encode may produce (the runtime passes the plugin's memory limit).
+/// Installs the global `json` table (encode, decode, null). `max_encode_bytes` gives
+/// the most text json.encode may produce; it is asked at each call, because the runtime
+/// installs the table before it knows the plugin's memory limit (see `runtime::prepare`).
 ///
 /// Plugins use this table as documented in clm-tool(5); it must be installed before any
 /// plugin code runs, since the glue captures the pristine `error` function.
-pub fn install(lua: &Lua, max_encode_bytes: usize) -> mlua::Result<()> {
+pub fn install(lua: &Lua, max_encode_bytes: impl Fn(&Lua) -> usize + 'static) -> mlua::Result<()> {
     array_metatable(lua)?;
     let encode_impl = lua.create_function(move |lua, args: MultiValue| {
-        Ok(lua_encode(lua, &args, max_encode_bytes))
+        Ok(lua_encode(lua, &args, max_encode_bytes(lua)))
     })?;
     let decode_impl = lua.create_function(|lua, args: MultiValue| Ok(lua_decode(lua, &args)))?;
     let error: Value = lua.globals().raw_get("error")?;
@@ -706,7 +707,7 @@ mod tests {
 
     fn lua() -> Lua {
         let lua = Lua::new();
-        install(&lua, LIMIT).expect("install json");
+        install(&lua, |_| LIMIT).expect("install json");
         lua
     }
 

@@ -10,14 +10,8 @@
 // unreachable; it is exercised through real sandboxes by the host's integration tests.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-/// Every Rust and Lua allocation of the guest. Rust's default on wasm32-wasip2 goes
-/// through std's System allocator to wasi-libc's malloc (dlmalloc): a third more
-/// instructions per allocation by callgrind. Lua allocates on nearly every string and
-/// table operation.
 #[cfg(target_arch = "wasm32")]
-#[global_allocator]
-static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
-
+mod allocator;
 mod api;
 mod errors;
 pub mod json;
@@ -29,7 +23,7 @@ mod tasks;
 
 #[allow(clippy::all, missing_docs)]
 mod bindings {
-    wit_bindgen::generate!({ world: "plugin", path: "../wit" });
+    wit_bindgen::generate!({ world: "lua-runtime", path: "../wit" });
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -40,6 +34,13 @@ use bindings::toolcell::plugin::types::{CallId, CallState, LoadError, OpId, OpOu
 /// The component's export: forwards each step to the plugin's one runtime.
 #[cfg(target_arch = "wasm32")]
 struct LuaGuest;
+
+#[cfg(target_arch = "wasm32")]
+impl bindings::Guest for LuaGuest {
+    fn prepare() -> Result<(), String> {
+        runtime::prepare()
+    }
+}
 
 #[cfg(target_arch = "wasm32")]
 impl Guest for LuaGuest {

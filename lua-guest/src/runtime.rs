@@ -14,10 +14,12 @@ use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, Call, CallId, OpId};
 use crate::{errors, json};
 
-/// The loaded plugin: its Lua state and the watchdog that enforces deadlines in it.
+/// The plugin's Lua state and the watchdog that enforces deadlines in it.
 struct Runtime {
     lua: Lua,
     watchdog: Rc<Watchdog>,
+    /// Whether a plugin has been loaded into the state (it serves one plugin, once).
+    loaded: bool,
 }
 
 thread_local! {
@@ -57,32 +59,82 @@ pub fn format_bytes(bytes: usize) -> String {
     }
 }
 
-/// Creates the Lua state, runs the plugin's load-time code under its deadline, and
-/// returns the tools it registered.
-pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
+/// Creates the Lua state with the sandboxed libraries and the whole plugin API, before
+/// any plugin is known. The host calls this once through the `prepare` export and
+/// snapshots the instance (wasmtime-wizer), so every plugin instance starts with this
+/// state already in its memory image instead of building it again; an instance that
+/// was not prepared prepares itself in `load`.
+pub fn prepare() -> Result<(), String> {
     if RUNTIME.with_borrow(Option::is_some) {
-        return Err(LoadError::Failed(
-            "the plugin is already loaded".to_string(),
-        ));
+        return Ok(());
     }
+    let watchdog = Rc::new(Watchdog::default());
+    let lua = prepared_state(watchdog.clone()).map_err(|error| {
+        format!(
+            "could not create the Lua state: {}",
+            errors::message(&error)
+        )
+    })?;
+    RUNTIME.set(Some(Runtime {
+        lua,
+        watchdog,
+        loaded: false,
+    }));
+    Ok(())
+}
+
+fn prepared_state(watchdog: Rc<Watchdog>) -> mlua::Result<Lua> {
+    let (lua, yield_fn) = sandbox::new_state(watchdog.clone())?;
+    api::install(&lua, yield_fn, watchdog)?;
+    lua.gc_set_mode(mlua::state::GcMode::Incremental(
+        mlua::state::GcIncParams::default().pause(1000),
+    ));
+    // Finish the collector's cycle now: a plugin's load then allocates far less than it
+    // takes to start the next one, so it does not walk (and, in a snapshot, touch and
+    // copy) every page of the prepared state.
+    lua.gc_collect()?;
+    Ok(lua)
+}
+
+/// Tells the prepared state which plugin it runs, runs the plugin's load-time code
+/// under its deadline, and returns the tools it registered.
+pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
+    prepare().map_err(LoadError::Failed)?;
+    // The borrow ends before any plugin code runs.
+    let (lua, watchdog) = RUNTIME
+        .with_borrow_mut(|runtime| match runtime {
+            Some(runtime) if !runtime.loaded => {
+                runtime.loaded = true;
+                Some((runtime.lua.clone(), runtime.watchdog.clone()))
+            }
+            _ => None,
+        })
+        .ok_or_else(|| LoadError::Failed("the plugin is already loaded".to_string()))?;
+    load_plugin(&lua, &watchdog, request)
+}
+
+fn load_plugin(
+    lua: &Lua,
+    watchdog: &Watchdog,
+    request: LoadRequest,
+) -> Result<Vec<ToolSpec>, LoadError> {
     let script = request.script.ok_or_else(|| {
         LoadError::Failed("no Lua script was given to the Lua runtime".to_string())
     })?;
     let memory_limit = usize::try_from(request.memory_limit).unwrap_or(usize::MAX);
-    let watchdog = Rc::new(Watchdog::default());
     watchdog.arm(request.deadline);
-    let lua = new_plugin_state(
-        watchdog.clone(),
-        &request.name,
+    lua.set_app_data(Settings {
+        debug_log: request.debug_log,
         memory_limit,
-        request.debug_log,
-    )
-    .map_err(|error| {
-        LoadError::Failed(format!(
-            "could not create the Lua state: {}",
-            errors::message(&error)
-        ))
-    })?;
+    });
+    api::configure(lua, &request.name)
+        .and_then(|()| lua.set_memory_limit(memory_limit).map(drop))
+        .map_err(|error| {
+            LoadError::Failed(format!(
+                "could not set up the Lua state: {}",
+                errors::message(&error)
+            ))
+        })?;
     let chunk_name = format!("@{}.lua", request.name);
     let result = lua
         .load(script)
@@ -93,7 +145,7 @@ pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
         return Err(LoadError::TimedOut);
     }
     if let Err(error) = result {
-        return Err(LoadError::Failed(scheduler::failure_text(&lua, &error)));
+        return Err(LoadError::Failed(scheduler::failure_text(lua, &error)));
     }
     let specs = match lua.app_data_mut::<Registry>() {
         Some(mut registry) => {
@@ -102,39 +154,14 @@ pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
         }
         None => Vec::new(),
     };
-    RUNTIME.set(Some(Runtime { lua, watchdog }));
     Ok(specs)
-}
-
-fn new_plugin_state(
-    watchdog: Rc<Watchdog>,
-    name: &str,
-    memory_limit: usize,
-    debug_log: bool,
-) -> mlua::Result<Lua> {
-    let (lua, yield_fn) = sandbox::new_state(watchdog.clone())?;
-    lua.set_app_data(Settings {
-        debug_log,
-        memory_limit,
-    });
-    lua.set_app_data(Registry {
-        loading: true,
-        plugin_name: name.to_string(),
-        ..Registry::default()
-    });
-    api::install(&lua, yield_fn, watchdog, memory_limit)?;
-    lua.gc_set_mode(mlua::state::GcMode::Incremental(
-        mlua::state::GcIncParams::default().pause(1000),
-    ));
-    lua.set_memory_limit(memory_limit)?;
-    Ok(lua)
 }
 
 /// Runs `f` with the loaded plugin, or reports that nothing is loaded.
 fn with_runtime(f: impl FnOnce(&Runtime) -> CallState) -> CallState {
     RUNTIME.with_borrow(|runtime| match runtime {
-        Some(runtime) => f(runtime),
-        None => CallState::Failed("the plugin is not loaded".to_string()),
+        Some(runtime) if runtime.loaded => f(runtime),
+        _ => CallState::Failed("the plugin is not loaded".to_string()),
     })
 }
 
