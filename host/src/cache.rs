@@ -51,17 +51,30 @@ impl CodeCache {
         wasm: &[u8],
         digest: Option<&str>,
     ) -> wasmtime::Result<Component> {
-        let Some(dir) = self.usable_dir() else {
-            return Component::new(engine, wasm);
+        let key = || {
+            digest
+                .map(str::to_string)
+                .unwrap_or_else(|| sha256_hex(wasm))
         };
-        let digest = digest
-            .map(str::to_string)
-            .unwrap_or_else(|| sha256_hex(wasm));
-        let entry = dir.join(format!("{digest}-{:016x}.cwasm", engine_key(engine)));
+        self.get_or_compile(engine, key, || Component::new(engine, wasm))
+    }
+
+    /// The compiled component cached under `key` (which must name the code exactly, as
+    /// a digest does), or the one `compile` makes, which is then cached.
+    pub fn get_or_compile(
+        &self,
+        engine: &Engine,
+        key: impl FnOnce() -> String,
+        compile: impl FnOnce() -> wasmtime::Result<Component>,
+    ) -> wasmtime::Result<Component> {
+        let Some(dir) = self.usable_dir() else {
+            return compile();
+        };
+        let entry = dir.join(format!("{}-{:016x}.cwasm", key(), engine_key(engine)));
         if entry.is_file() {
             // SAFETY: the entry was written by `store` below into a directory that only this
             // user can write (checked by `usable_dir`), under a name that includes the
-            // artifact's digest and the engine's compatibility hash.
+            // code's key and the engine's compatibility hash.
             match unsafe { Component::deserialize_file(engine, &entry) } {
                 Ok(component) => return Ok(component),
                 Err(error) => {
@@ -69,7 +82,7 @@ impl CodeCache {
                 }
             }
         }
-        let component = Component::new(engine, wasm)?;
+        let component = compile()?;
         if let Err(error) = store(&component, &entry) {
             tracing::debug!("could not write cache entry {}: {error:#}", entry.display());
         }

@@ -32,6 +32,9 @@ pub struct Options {
     /// The pooling instance allocator (instances, memories and fiber stacks are reused
     /// from pre-reserved pools) instead of allocating each on demand.
     pub pooling: bool,
+    /// Start Lua plugins from a snapshot of the prepared Lua runtime (`snapshot.rs`)
+    /// instead of building the Lua state in every instance.
+    pub snapshot: bool,
 }
 
 impl Default for Options {
@@ -41,6 +44,7 @@ impl Default for Options {
             epoch: false,
             perf_map: false,
             pooling: true,
+            snapshot: true,
         }
     }
 }
@@ -117,6 +121,23 @@ fn engine_config(options: Options, pooling: bool) -> Config {
     config
 }
 
+/// An engine for code that runs once and is thrown away (the Lua runtime's `prepare`
+/// step, see `snapshot.rs`): the same wasm features as the shared engine, fuel as the
+/// only backstop, instances allocated on demand, and Cranelift without optimisations,
+/// which compiles the Lua runtime in about half the time.
+pub fn run_once_engine() -> wasmtime::Result<Engine> {
+    let mut config = engine_config(
+        Options {
+            fuel: true,
+            epoch: false,
+            ..options()
+        },
+        false,
+    );
+    config.cranelift_opt_level(wasmtime::OptLevel::None);
+    Engine::new(&config)
+}
+
 /// The process-wide engine, created on first use (with its epoch ticker, when epoch
 /// interruption is on).
 ///
@@ -162,8 +183,9 @@ pub fn describe() -> String {
         (false, false) => "NO hard deadline",
     };
     format!(
-        "fuel {}, epoch interruption {}, {deadline}, {allocator} instance allocator, Cranelift opt speed",
+        "fuel {}, epoch interruption {}, {deadline}, {allocator} instance allocator, Lua runtime snapshot {}, Cranelift opt speed",
         on(options.fuel),
         if options.epoch { "on" } else { "off" },
+        on(options.snapshot),
     )
 }

@@ -3,7 +3,7 @@
 
 use tokio::sync::OnceCell;
 use wasmtime::Engine;
-use wasmtime::component::Linker;
+use wasmtime::component::{Component, Linker};
 
 use crate::cache::CodeCache;
 use crate::sandbox::{self, PluginPre, StoreState};
@@ -14,9 +14,9 @@ pub static LUA_GUEST_WASM: &[u8] = include_bytes!(env!("TOOLCELL_LUA_GUEST_WASM"
 /// SHA-256 of [`LUA_GUEST_WASM`], computed at build time (the compiled-code cache key).
 pub const LUA_GUEST_SHA256: &str = env!("TOOLCELL_LUA_GUEST_SHA256");
 
-/// The Lua guest compiled (or read from `cache`) and linked against the host, once per
-/// process. The first caller compiles on the blocking pool; every later load only
-/// clones the linked guest, without leaving its task.
+/// The Lua guest, prepared and compiled (or read from `cache`) and linked against the
+/// host, once per process. The first caller prepares and compiles on the blocking pool;
+/// every later load only clones the linked guest, without leaving its task.
 pub async fn lua_pre(
     engine: &Engine,
     cache: &CodeCache,
@@ -27,11 +27,14 @@ pub async fn lua_pre(
         let (engine, cache) = (engine.clone(), cache.clone());
         async move {
             tokio::task::spawn_blocking(move || {
-                let component = cache
-                    .component(&engine, LUA_GUEST_WASM, Some(LUA_GUEST_SHA256))
-                    .map_err(|error| {
-                        format!("the embedded Lua runtime does not compile: {error:#}")
-                    })?;
+                let component = if crate::engine::options().snapshot {
+                    cache.get_or_compile(&engine, prepared_key, || prepare(&engine))
+                } else {
+                    cache.component(&engine, LUA_GUEST_WASM, Some(LUA_GUEST_SHA256))
+                }
+                .map_err(|error| {
+                    format!("the embedded Lua runtime could not be prepared: {error:#}")
+                })?;
                 sandbox::link(linker, &component)
             })
             .await
@@ -40,4 +43,18 @@ pub async fn lua_pre(
     })
     .await
     .clone()
+}
+
+/// The cache key of the prepared Lua guest: the snapshot is a function of the guest's
+/// bytes and of wasmtime (whose version the cache adds to every key).
+fn prepared_key() -> String {
+    format!("{LUA_GUEST_SHA256}-prepared")
+}
+
+/// Runs the guest's `prepare` once and compiles the snapshot (see [`crate::snapshot`]).
+/// Called on the blocking pool, where waiting on the runtime is allowed.
+fn prepare(engine: &Engine) -> wasmtime::Result<Component> {
+    let wasm =
+        tokio::runtime::Handle::current().block_on(crate::snapshot::prepared(LUA_GUEST_WASM))?;
+    Component::new(engine, &wasm)
 }

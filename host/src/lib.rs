@@ -29,6 +29,7 @@ mod runtime;
 mod sandbox;
 pub mod schema;
 pub mod signature;
+mod snapshot;
 mod source;
 mod validation;
 pub mod wit_version;

@@ -2061,3 +2061,72 @@ fn the_files_flag_caps_file_access_for_every_plugin() {
     let bad = toolcell_run(&["call", "--files", "all", "greet"]);
     assert_eq!(bad.code, Some(2), "{bad}");
 }
+
+#[test]
+fn the_prepared_lua_runtime_is_kept_in_the_code_cache_and_used_by_later_runs() {
+    // A cache of its own, so this run is the one that prepares the Lua runtime.
+    let cache = temp_dir();
+    let plugins = plugin_dir(&[
+        (
+            "counter.lua",
+            r#"
+count = 0
+clm.tool_register("bump", { invoke = function(args, ctx)
+  count = count + 1
+  string.bumped = true
+  ctx:complete(tostring(count))
+end })
+"#,
+        ),
+        (
+            "probe.lua",
+            r#"
+clm.tool_register("look", { invoke = function(args, ctx)
+  ctx:complete(tostring(count) .. " " .. tostring(string.bumped) .. " " .. clm.config.greeting)
+end })
+"#,
+        ),
+    ]);
+    let config = temp_dir();
+    let config_file = config.path().join("toolcell.toml");
+    write(&config_file, "[tools.probe]\ngreeting = \"hi\"\n");
+    let call_with_cache = |tool: &str| {
+        run(toolcell()
+            .env("TOOLCELL_CACHE_DIR", cache.path())
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--config")
+            .arg(&config_file)
+            .arg(tool))
+    };
+    call_with_cache("bump").assert_completed("1");
+    let prepared: Vec<String> = fs::read_dir(cache.path())
+        .expect("the cache directory exists")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.contains("-prepared-"))
+        .collect();
+    assert_eq!(prepared.len(), 1, "one prepared Lua runtime: {prepared:?}");
+    let entry = cache.path().join(&prepared[0]);
+    let modified = fs::metadata(&entry)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    // The next run starts from the cached snapshot: every plugin gets its own copy of
+    // the prepared state (nothing the first plugin changed shows in the second), and
+    // the per-plugin parts (here `clm.config`) are filled in at load.
+    call_with_cache("look").assert_completed("nil nil hi");
+    call_with_cache("bump").assert_completed("1");
+    let again = fs::metadata(&entry)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(
+        modified, again,
+        "the cached snapshot is read, not written again"
+    );
+}

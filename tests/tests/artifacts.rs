@@ -353,3 +353,30 @@ fn pack_refuses_a_component_this_toolcell_cannot_load() {
         pack::with_manifest(&built, &manifest("x", Capabilities::default())).expect_err("refused");
     assert_contains(&error.0, &["toolcell:plugin@0.2.0", WIT_VERSION]);
 }
+
+#[tokio::test]
+async fn a_packed_lua_plugin_from_another_toolcell_build_prepares_its_own_runtime() {
+    // Another build's Lua runtime differs in its bytes (here: one more custom section),
+    // so it is compiled as a component of its own, without this toolcell's snapshot of
+    // the prepared runtime: it builds its Lua state in `load`.
+    let ours = packed("elsewhere");
+    let theirs = Artifact::parse(&ours)
+        .expect("parses")
+        .rewrite(&[], &[("built-elsewhere", b"another toolcell build")]);
+    assert_ne!(
+        Artifact::parse(&theirs).expect("parses").code(),
+        Artifact::parse(&ours).expect("parses").code()
+    );
+    let fixture = fixture_with(&[("theirs.wasm", &theirs)]);
+    let runtime = fixture.load().await;
+    assert!(
+        runtime.diagnostics().is_empty(),
+        "{:?}",
+        runtime.diagnostics()
+    );
+    assert_eq!(
+        output(&runtime, "hello", r#"{"name":"there"}"#).await,
+        "Hello, there!"
+    );
+    assert_eq!(output(&runtime, "write", "{}").await, "written");
+}
