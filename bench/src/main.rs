@@ -67,6 +67,10 @@ pub struct EngineFlags {
     /// Allocate instances on demand instead of from the pooling allocator.
     #[arg(long)]
     no_pooling: bool,
+    /// Build the Lua state in every plugin instance instead of starting from the
+    /// snapshot of the prepared Lua runtime.
+    #[arg(long)]
+    no_snapshot: bool,
     /// Write a perf map of compiled wasm code (for `perf record`).
     #[arg(long)]
     perf_map: bool,
@@ -80,6 +84,7 @@ impl EngineFlags {
             epoch: self.epoch || (self.no_fuel && !self.no_epoch),
             pooling: !self.no_pooling,
             perf_map: self.perf_map,
+            snapshot: !self.no_snapshot,
         };
         toolcell::engine::configure(options).expect("the engine is configured first");
     }
@@ -91,6 +96,7 @@ impl EngineFlags {
             (self.epoch, "--epoch"),
             (self.no_epoch, "--no-epoch"),
             (self.no_pooling, "--no-pooling"),
+            (self.no_snapshot, "--no-snapshot"),
             (self.perf_map, "--perf-map"),
         ]
         .into_iter()

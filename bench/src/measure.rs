@@ -38,6 +38,21 @@ pub fn rss_kib() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// The process's proportional set size now, in KiB (Linux `/proc`): resident pages,
+/// each shared one divided among the mappings that share it. RSS counts a page of a
+/// memory image once per plugin instance that maps it, although it is in memory once
+/// (and the kernel maps image pages 64 KiB at a time, read or not), so PSS is what the
+/// plugins really cost.
+pub fn pss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("Pss:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or(0)
+}
+
 /// A duration in the unit that reads best.
 pub fn show(duration: Duration) -> String {
     let nanos = duration.as_nanos();

@@ -1,6 +1,6 @@
 //! Measurements run in a child process of their own (`toolcell-bench probe KIND`), so
 //! cold starts are really cold and peak memory is this measurement's alone. Each prints
-//! one JSON object: `nanos` (the measured time), `rss_kib` and `peak_kib`.
+//! one JSON object: `nanos` (the measured time), `rss_kib`, `peak_kib` and `pss_kib`.
 
 use std::time::{Duration, Instant};
 
@@ -9,7 +9,7 @@ use toolcell::limits::{Limits, MIB};
 use toolcell::{CallOutcome, Runtime};
 
 use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, load, plugin_dir};
-use crate::measure::{median, rss_kib};
+use crate::measure::{median, pss_kib, rss_kib};
 use crate::native::NativePlugin;
 
 /// Runs probe `kind` and prints its result.
@@ -42,7 +42,12 @@ pub async fn run(kind: &str) {
     let (rss_kib, peak_kib) = rss_kib();
     println!(
         "{}",
-        serde_json::json!({ "nanos": nanos.as_nanos() as u64, "rss_kib": rss_kib, "peak_kib": peak_kib })
+        serde_json::json!({
+            "nanos": nanos.as_nanos() as u64,
+            "rss_kib": rss_kib,
+            "peak_kib": peak_kib,
+            "pss_kib": pss_kib(),
+        })
     );
 }
 
