@@ -206,7 +206,7 @@ fn begin_call(
     let ctx = lua
         .create_userdata(Ctx::new(id, Rc::from(args_json)))
         .map_err(failure)?;
-    let main = lua.create_thread(invoke).map_err(failure)?;
+    let main = scheduler::main_coroutine(lua, invoke).map_err(failure)?;
     let values = MultiValue::from_iter([Value::Table(args), Value::UserData(ctx)]);
     scheduler::with(|scheduler| {
         scheduler

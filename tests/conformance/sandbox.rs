@@ -395,6 +395,53 @@ async fn two_plugins_never_share_state() {
 }
 
 #[tokio::test]
+async fn every_call_starts_in_a_clean_coroutine_whatever_the_last_one_did() {
+    // The runtime reuses the coroutine of a call that returned normally; a call sees
+    // exactly its two arguments, after calls that completed, raised,
+    // returned without completing or were stopped by their deadline.
+    let fixture = Fixture::new(&[(
+        "steps.lua",
+        r##"
+        calls = 0
+        clm.tool_register("step", { invoke = function(args, ctx, ...)
+          calls = calls + 1
+          local extra = select("#", ...)
+          if args.mode == "raise" then error("boom") end
+          if args.mode == "spin" then while true do end end
+          if args.mode == "forget" then return "left on the stack" end
+          ctx:complete(calls .. " " .. extra .. " " .. tostring(args.n))
+        end })
+    "##,
+    )]);
+    let limits = Limits {
+        call_timeout: std::time::Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
+    assert_eq!(output(&runtime, "step", r#"{"n":1}"#).await, "1 0 1");
+    assert_contains(
+        &failure(&runtime, "step", r#"{"mode":"forget"}"#).await,
+        &["without calling ctx:complete"],
+    );
+    assert_eq!(output(&runtime, "step", r#"{"n":3}"#).await, "3 0 3");
+    assert_contains(
+        &failure(&runtime, "step", r#"{"mode":"raise"}"#).await,
+        &["boom"],
+    );
+    assert_eq!(output(&runtime, "step", r#"{"n":5}"#).await, "5 0 5");
+    assert_contains(
+        &failure(&runtime, "step", r#"{"mode":"spin"}"#).await,
+        &["timed out"],
+    );
+    for n in 7..20 {
+        assert_eq!(
+            output(&runtime, "step", &format!(r#"{{"n":{n}}}"#)).await,
+            format!("{n} 0 {n}")
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_failed_call_reports_the_lua_error_with_its_position() {
     let fixture = Fixture::new(&[(
         "oops.lua",
