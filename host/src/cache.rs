@@ -89,6 +89,12 @@ impl CodeCache {
         Ok(component)
     }
 
+    /// Whether compiled code will be kept (the directory exists or can be created, and
+    /// is safe to load code from).
+    pub fn is_usable(&self) -> bool {
+        self.usable_dir().is_some()
+    }
+
     /// The cache directory, created if needed, if it is safe to load code from.
     fn usable_dir(&self) -> Option<&Path> {
         let dir = self.dir.as_deref()?;
