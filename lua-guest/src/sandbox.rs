@@ -29,10 +29,23 @@ const REMOVED_GLOBALS: [&str; 6] = [
 /// The deadline of whatever runs now (the load, or one step of one invocation), checked
 /// from the instruction-count hook. Once tripped it stays tripped until the next step
 /// sets a new deadline, so every later check aborts again: an abort cannot be swallowed.
-#[derive(Default)]
 pub struct Watchdog {
     deadline: Cell<u64>,
     tripped: Cell<bool>,
+}
+
+/// The deadline of a watchdog nothing has armed yet: while the runtime prepares itself
+/// no plugin runs and the host's clock may not be asked (see `runtime::prepare`); the
+/// host's fuel and hard deadline still stop a runaway.
+const UNARMED: u64 = u64::MAX;
+
+impl Default for Watchdog {
+    fn default() -> Self {
+        Watchdog {
+            deadline: Cell::new(UNARMED),
+            tripped: Cell::new(false),
+        }
+    }
 }
 
 impl Watchdog {
@@ -48,7 +61,8 @@ impl Watchdog {
     }
 
     fn check(&self) -> mlua::Result<VmState> {
-        if !self.tripped.get() && host::now() <= self.deadline.get() {
+        let deadline = self.deadline.get();
+        if !self.tripped.get() && (deadline == UNARMED || host::now() <= deadline) {
             return Ok(VmState::Continue);
         }
         self.tripped.set(true);
