@@ -27,15 +27,7 @@ pub fn median_of<E: std::fmt::Debug>(
 /// The process's resident set size now and at its peak, in KiB (Linux `/proc`).
 pub fn rss_kib() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kib| kib.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    (kib_field(&status, "VmRSS:"), kib_field(&status, "VmHWM:"))
 }
 
 /// The process's proportional set size now, in KiB (Linux `/proc`): resident pages,
@@ -44,10 +36,14 @@ pub fn rss_kib() -> (u64, u64) {
 /// (and the kernel maps image pages 64 KiB at a time, read or not), so PSS is what the
 /// plugins really cost.
 pub fn pss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/smaps_rollup")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|line| line.strip_prefix("Pss:"))
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+    kib_field(&rollup, "Pss:")
+}
+
+/// The number after `name` in a `/proc` file of "Name:  123 kB" lines (0 if absent).
+fn kib_field(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .unwrap_or(0)
