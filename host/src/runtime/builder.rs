@@ -2,9 +2,12 @@
 //! policy allows them, and the first load of every plugin file.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+
+use futures_util::FutureExt;
 
 use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
@@ -201,25 +204,22 @@ impl RuntimeBuilder {
         let loader = Arc::new(
             Loader::new(engine, self.cache, services, policy).map_err(BuildError::Engine)?,
         );
-        let mut loads = tokio::task::JoinSet::new();
-        for (index, file) in files.iter().enumerate() {
-            let (loader, file) = (loader.clone(), file.clone());
-            loads.spawn(async move { (index, loader.load_plugin(file).await) });
-        }
-        let mut plugins: Vec<Option<Plugin>> = files.iter().map(|_| None).collect();
-        while let Some(joined) = loads.join_next().await {
-            match joined {
-                Ok((index, plugin)) => plugins[index] = Some(plugin),
-                Err(error) => tracing::error!("a plugin load task failed: {error}"),
-            }
-        }
-        let plugins = files
-            .into_iter()
-            .zip(plugins)
-            .map(|(file, plugin)| {
-                plugin.unwrap_or_else(|| Plugin::unfinished(file, "the load task did not finish"))
-            })
-            .collect();
+        // The loads run concurrently inside this task rather than as tasks of their own:
+        // what they wait on (reading files, compiling) already runs on the blocking
+        // pool, instances are created one at a time anyway (`sandbox::turns`), and
+        // a load handed to another thread costs two cross-thread wake-ups.
+        let loads = files.iter().map(|file| {
+            let file = file.clone();
+            AssertUnwindSafe(loader.load_plugin(file.clone()))
+                .catch_unwind()
+                .map(move |loaded| {
+                    loaded.unwrap_or_else(|_| {
+                        tracing::error!("loading {} panicked", file.path.display());
+                        Plugin::unfinished(file, "loading it panicked (a toolcell bug)")
+                    })
+                })
+        });
+        let plugins = futures_util::future::join_all(loads).await;
         let mut runtime = Runtime {
             plugins,
             infos: Vec::new(),

@@ -1,6 +1,7 @@
 //! Turning one plugin file into a running sandbox: admission checks (pins, signatures,
 //! WIT version, manifest), the grant of capabilities, compilation and the `load` step.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::Engine;
@@ -112,14 +113,18 @@ impl Loader {
     async fn load(&self, file: &PluginFile) -> LoadReport {
         let path = file.path.clone();
         let policy = self.policy.clone();
-        let read = tokio::task::spawn_blocking(move || {
+        let read_source = move || {
             let admission = Admission {
                 pins: &policy.pins,
                 trust: &policy.trust,
             };
             source::read(&path, &admission)
-        })
-        .await;
+        };
+        let read = if is_small_file(&file.path) {
+            Ok(read_source())
+        } else {
+            tokio::task::spawn_blocking(read_source).await
+        };
         let source = match read {
             Ok(Ok(source)) => source,
             Ok(Err(refusal)) => {
@@ -196,4 +201,16 @@ impl Loader {
     fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
         sandbox::link(self.linker, component)
     }
+}
+
+/// Plugin files up to this size are read on the loading thread: reading a few KiB costs
+/// less than handing the read to the blocking pool and back, two thread wake-ups that
+/// took 30-90 µs of a 230 µs plugin load on the benchmark machine.
+const READ_INLINE_MAX_BYTES: u64 = 64 * 1024;
+
+/// Whether `path` is a regular file small enough to read without leaving the async
+/// thread (never a FIFO or device, whose reads may block).
+fn is_small_file(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .is_ok_and(|metadata| metadata.is_file() && metadata.len() <= READ_INLINE_MAX_BYTES)
 }

@@ -90,9 +90,17 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Instantiates the plugin and runs its load-time code. Returns the instance and the
-    /// tools the plugin registered.
+    /// Instantiates the plugin and runs its load-time code, when it is this creation's
+    /// turn (`turns.rs`). Returns the instance and the tools the plugin registered.
     pub async fn create(
+        context: &Arc<PluginContext>,
+        pre: &PluginPre,
+        events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
+    ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
+        super::turns::in_turn(Self::instantiate_and_load(context, pre, events)).await
+    }
+
+    async fn instantiate_and_load(
         context: &Arc<PluginContext>,
         pre: &PluginPre,
         events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,

@@ -6,6 +6,7 @@
 //! - `limiter`: the hard memory cap;
 //! - `instance`: creating an instance, loading the plugin, and running steps under
 //!   fuel and deadline backstops;
+//! - `turns`: instances are created one at a time (cheaper page faults);
 //! - `actor`: the task that owns the instance, serialises its steps, delivers operation
 //!   outcomes, enforces call deadlines and restarts the instance after a crash.
 
@@ -14,6 +15,7 @@ mod instance;
 mod limiter;
 mod ops;
 mod state;
+mod turns;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
