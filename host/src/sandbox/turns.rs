@@ -39,3 +39,37 @@ pub async fn in_turn<F: Future>(creation: F) -> F::Output {
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// A creation that keeps running gives up the turn, so the next one starts and
+    /// finishes while the first is still going.
+    #[tokio::test]
+    async fn a_long_creation_lets_the_next_one_run_beside_it() {
+        let first_done = Arc::new(AtomicBool::new(false));
+        let long = {
+            let first_done = first_done.clone();
+            tokio::spawn(in_turn(async move {
+                // 100 turns long, yielding to the executor as running wasm does.
+                let mut ticks = tokio::time::interval(TURN / 2);
+                for _ in 0..200 {
+                    ticks.tick().await;
+                }
+                first_done.store(true, Ordering::SeqCst);
+            }))
+        };
+        // Let the long creation take the turn first.
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let first_was_done = in_turn(async { first_done.load(Ordering::SeqCst) }).await;
+        assert!(
+            !first_was_done,
+            "the second creation waited for the whole first one"
+        );
+        long.await.expect("the long creation finishes");
+    }
+}
