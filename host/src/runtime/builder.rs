@@ -210,7 +210,8 @@ impl RuntimeBuilder {
         // a load handed to another thread costs two cross-thread wake-ups.
         let loads = files.iter().map(|file| {
             let file = file.clone();
-            AssertUnwindSafe(loader.load_plugin(file.clone()))
+            // Boxed: a load's future is large, and joining moves it.
+            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone())))
                 .catch_unwind()
                 .map(move |loaded| {
                     loaded.unwrap_or_else(|_| {

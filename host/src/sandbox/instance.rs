@@ -97,7 +97,8 @@ impl Instance {
         pre: &PluginPre,
         events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
     ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
-        super::turns::in_turn(Self::instantiate_and_load(context, pre, events)).await
+        // Boxed, so the futures that await a creation (the actor's among them) stay small.
+        super::turns::in_turn(Box::pin(Self::instantiate_and_load(context, pre, events))).await
     }
 
     async fn instantiate_and_load(
