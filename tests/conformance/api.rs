@@ -508,3 +508,35 @@ async fn hidden_tools_can_still_be_called() {
         CallOutcome::Completed(_)
     ));
 }
+
+/// A plugin's actor starts with its first call and runs on the runtime that loaded the
+/// plugin, even when that call comes from a thread outside it.
+#[test]
+fn the_first_call_may_come_from_a_thread_outside_the_loading_runtime() {
+    let fixture = Fixture::new(&[(
+        "echo.lua",
+        &tool("echo", r#"ctx:complete("called from " .. args.caller)"#),
+    )]);
+    let loading = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let runtime = loading.block_on(fixture.load());
+    let outcome = std::thread::spawn(move || {
+        let call = runtime
+            .call("echo", r#"{"caller":"a plain thread"}"#)
+            .expect("the call starts");
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a second tokio runtime")
+            .block_on(call)
+    })
+    .join()
+    .expect("the calling thread finishes");
+    assert_eq!(
+        outcome,
+        CallOutcome::Completed("called from a plain thread".to_string())
+    );
+}
