@@ -282,6 +282,42 @@ async fn running_out_of_fuel_discards_the_instance_and_the_next_call_gets_a_fres
     assert_eq!(output(&runtime, "ping", "{}").await, "pong");
 }
 
+const COUNTER: &str = r#"
+local count = 0
+local ballast = {}
+clm.tool_register("count", { invoke = function(_, ctx)
+  count = count + 1
+  -- Dirty more of the heap than the load did, so a reset that missed a page shows.
+  for i = 1, 2000 do ballast[#ballast + 1] = string.rep("d", 64) .. i end
+  ctx:complete(tostring(count))
+end })
+clm.tool_register("burn", { invoke = function(_, ctx)
+  local x = 0
+  for i = 1, 1e12 do x = x + i end
+end })
+"#;
+
+/// Freed instance slots are kept warm and reset in place for the next instance of the
+/// same guest (`engine.rs`): whatever lands in such a slot must start from the plugin's
+/// load-time state, never from what the previous instance left there.
+#[tokio::test]
+async fn a_restarted_or_reloaded_plugin_starts_from_its_load_time_state() {
+    let fixture = Fixture::new(&[("counter.lua", COUNTER)]);
+    let limits = Limits {
+        fuel: 200_000_000,
+        ..Limits::default()
+    };
+    for _ in 0..3 {
+        let runtime = fixture
+            .load_with(|builder| builder.limits(limits.clone()))
+            .await;
+        assert_eq!(output(&runtime, "count", "{}").await, "1");
+        assert_eq!(output(&runtime, "count", "{}").await, "2");
+        assert_contains(&failure(&runtime, "burn", "{}").await, &["ran out of fuel"]);
+        assert_eq!(output(&runtime, "count", "{}").await, "1");
+    }
+}
+
 #[tokio::test]
 async fn code_that_never_returns_to_the_lua_vm_is_stopped_by_the_epoch_backstop() {
     let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
