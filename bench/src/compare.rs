@@ -245,9 +245,7 @@ fn per_call(n: usize, mut f: impl FnMut()) -> Duration {
 }
 
 async fn loads(engine: crate::EngineFlags) {
-    let native_load = median_of(200, || {
-        NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize).map(drop)
-    });
+    let native_load = median_of(200, || NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize));
     let cold = probe("cold-load", engine);
     let warm = probe("warm-load", engine);
     let thousand = probe("load-1000", engine);

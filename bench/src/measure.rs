@@ -8,17 +8,21 @@ pub fn median(samples: &mut [Duration]) -> Duration {
     samples[samples.len() / 2]
 }
 
-/// Runs `f` `runs` times after one warm-up run and returns the median duration.
-pub fn median_of<E: std::fmt::Debug>(
+/// Runs `f` `runs` times after one warm-up run and returns the median duration of `f`
+/// alone: what it returns is dropped after the clock stops, as the toolcell side drops
+/// its runtime outside the measured load.
+pub fn median_of<T, E: std::fmt::Debug>(
     runs: usize,
-    mut f: impl FnMut() -> Result<(), E>,
+    mut f: impl FnMut() -> Result<T, E>,
 ) -> Duration {
-    f().expect("warm-up run");
+    drop(f().expect("warm-up run"));
     let mut samples: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            f().expect("measured run");
-            start.elapsed()
+            let made = f().expect("measured run");
+            let elapsed = start.elapsed();
+            drop(made);
+            elapsed
         })
         .collect();
     median(&mut samples)
