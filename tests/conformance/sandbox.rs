@@ -264,6 +264,14 @@ clm.tool_register("nap", { invoke = function(_, ctx)
   ctx:complete("woke")
 end })
 clm.tool_register("ping", { invoke = function(_, ctx) ctx:complete("pong") end })
+local count = 0
+local ballast = {}
+clm.tool_register("count", { invoke = function(_, ctx)
+  count = count + 1
+  -- Dirty more of the heap than the load did, so a reset that missed a page shows.
+  for i = 1, 2000 do ballast[#ballast + 1] = string.rep("d", 64) .. i end
+  ctx:complete(tostring(count))
+end })
 "#;
 
 #[tokio::test]
@@ -282,27 +290,12 @@ async fn running_out_of_fuel_discards_the_instance_and_the_next_call_gets_a_fres
     assert_eq!(output(&runtime, "ping", "{}").await, "pong");
 }
 
-const COUNTER: &str = r#"
-local count = 0
-local ballast = {}
-clm.tool_register("count", { invoke = function(_, ctx)
-  count = count + 1
-  -- Dirty more of the heap than the load did, so a reset that missed a page shows.
-  for i = 1, 2000 do ballast[#ballast + 1] = string.rep("d", 64) .. i end
-  ctx:complete(tostring(count))
-end })
-clm.tool_register("burn", { invoke = function(_, ctx)
-  local x = 0
-  for i = 1, 1e12 do x = x + i end
-end })
-"#;
-
 /// Freed instance slots are kept warm and reset in place for the next instance of the
 /// same guest (`engine.rs`): whatever lands in such a slot must start from the plugin's
 /// load-time state, never from what the previous instance left there.
 #[tokio::test]
 async fn a_restarted_or_reloaded_plugin_starts_from_its_load_time_state() {
-    let fixture = Fixture::new(&[("counter.lua", COUNTER)]);
+    let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
     let limits = Limits {
         fuel: 200_000_000,
         ..Limits::default()

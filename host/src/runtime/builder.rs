@@ -205,11 +205,10 @@ impl RuntimeBuilder {
             Loader::new(engine, self.cache, services, policy).map_err(BuildError::Engine)?,
         );
         // The loads run concurrently inside this task rather than as tasks of their own:
-        // what they wait on (reading files, compiling) already runs on the blocking
-        // pool, instances are created one at a time anyway (`sandbox::turns`), and
-        // a load handed to another thread costs two cross-thread wake-ups.
-        let loads = files.iter().map(|file| {
-            let file = file.clone();
+        // what they wait on (reading large files, compiling) already runs on the
+        // blocking pool, instances are created one at a time anyway (`sandbox::turns`),
+        // and a load handed to another thread costs two cross-thread wake-ups.
+        let loads = files.into_iter().map(|file| {
             // Boxed: a load's future is large, and joining moves it.
             AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone())))
                 .catch_unwind()
