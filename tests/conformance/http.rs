@@ -344,7 +344,8 @@ async fn a_deadline_while_waiting_on_http_drops_the_connection() {
     );
     assert!(
         server.wait_for_client_closes(1, CLOSE_SEEN).await,
-        "the server saw the connection closed"
+        "the server saw the connection closed: {:?}",
+        server.stats()
     );
 }
 
