@@ -29,6 +29,11 @@ fn main() {
         "lua-guest/Cargo.toml",
         "wit",
         "tools",
+        // The Lua sources, and the guest profile and dependency versions: the inner
+        // cargo decides what really changed.
+        "third_party/lua-src",
+        "Cargo.toml",
+        "Cargo.lock",
     ] {
         println!(
             "cargo:rerun-if-changed={}",
