@@ -77,7 +77,9 @@ clm.tool_register("abandon", { invoke = function(args, ctx)
   ctx:complete("returning with a live request")
 end })
 
-clm.tool_register("hang", { timeout_ms = 300, invoke = function(args, ctx)
+-- Long enough that the request reaches the server before the deadline, even on
+-- a busy machine: the test needs a connection for the deadline to drop.
+clm.tool_register("hang", { timeout_ms = 1500, invoke = function(args, ctx)
   http.get(args.url)
   ctx:complete("answered")
 end })
@@ -340,7 +342,7 @@ async fn a_deadline_while_waiting_on_http_drops_the_connection() {
     let runtime = granted(&fixture).await;
     assert_eq!(
         failure(&runtime, "hang", &url_args(&server.url("/never"))).await,
-        "tool 'hang' timed out after 300 ms"
+        "tool 'hang' timed out after 1500 ms"
     );
     assert!(
         server.wait_for_client_closes(1, CLOSE_SEEN).await,
