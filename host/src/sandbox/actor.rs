@@ -53,26 +53,56 @@ enum Command {
     },
 }
 
-/// A handle to a running plugin: how the runtime sends it calls.
+/// A handle to a loaded plugin: how the runtime sends it calls.
 #[derive(Clone)]
 pub struct PluginHandle {
     name: Arc<str>,
-    commands: UnboundedSender<Command>,
-    /// The actor until the plugin's first call starts it (`PluginHandle::start`).
-    unstarted: Arc<Mutex<Option<UnstartedActor>>>,
+    actor: Arc<Mutex<ActorSlot>>,
 }
 
-/// An actor whose task is not spawned yet. Spawning a task from outside the runtime's
-/// worker threads (a `block_on`, `#[tokio::main]`) wakes an idle worker, which cost
-/// about a third of a plugin load on the benchmark machine; a plugin that is never
-/// called never needs its task at all.
+/// The plugin's actor: loaded but not started until the plugin's first call, then
+/// running. Spawning a task from outside the runtime's worker threads (a `block_on`,
+/// `#[tokio::main]`) wakes an idle worker, which cost about a third of a plugin load on
+/// the benchmark machine, and the actor's two channels take about 5 KiB: a plugin that
+/// is never called needs neither.
+struct ActorSlot {
+    /// The loaded plugin, until its first call starts the actor.
+    unstarted: Option<UnstartedActor>,
+    /// The running actor's commands (none before its first call).
+    commands: Option<UnboundedSender<Command>>,
+}
+
+/// A loaded plugin whose actor is not spawned yet.
 struct UnstartedActor {
-    actor: Actor,
-    commands: UnboundedReceiver<Command>,
-    events: UnboundedReceiver<OpEvent>,
+    context: Arc<PluginContext>,
+    pre: PluginPre,
+    instance: Instance,
     /// The runtime the plugin was loaded on, which the actor runs on (calls may be
     /// started from threads outside it).
     runtime: tokio::runtime::Handle,
+}
+
+impl UnstartedActor {
+    /// Makes the actor's channels, connects the instance's operations to it and
+    /// spawns its task; returns where its commands go.
+    fn start(self) -> UnboundedSender<Command> {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let events_tx = Arc::new(events_tx);
+        let (commands_tx, commands) = mpsc::unbounded_channel();
+        let mut instance = self.instance;
+        instance.ops().connect(events_tx.clone());
+        let actor = Actor {
+            context: self.context,
+            pre: self.pre,
+            instance: Some(instance),
+            calls: HashMap::new(),
+            crashes: VecDeque::new(),
+            disabled: None,
+            events_tx,
+        };
+        self.runtime.spawn(actor.run(commands, events));
+        commands_tx
+    }
 }
 
 impl PluginHandle {
@@ -90,7 +120,6 @@ impl PluginHandle {
         args: String,
         timeout: Option<Duration>,
     ) -> oneshot::Receiver<CallOutcome> {
-        self.start_actor();
         let (reply, outcome) = oneshot::channel();
         let command = Command::Start {
             call,
@@ -99,9 +128,7 @@ impl PluginHandle {
             timeout,
             reply,
         };
-        if let Err(mpsc::error::SendError(Command::Start { reply, .. })) =
-            self.commands.send(command)
-        {
+        if let Err(Command::Start { reply, .. }) = self.send(command) {
             let _ = reply.send(CallOutcome::Failed(format!(
                 "plugin '{}' is not running",
                 self.name
@@ -112,62 +139,56 @@ impl PluginHandle {
 
     /// Cancels call `call` if it is still in flight; it fails with `reason`.
     pub fn cancel(&self, call: CallId, reason: &str) {
-        let _ = self.commands.send(Command::Cancel {
+        let _ = self.send(Command::Cancel {
             call,
             reason: reason.to_string(),
         });
     }
 
-    /// Spawns the actor's task if no call has yet.
-    fn start_actor(&self) {
+    /// Sends `command` to the actor. The first `Start` starts the actor (before it, no
+    /// call is in flight, so there is nothing to cancel). Gives the command back if the
+    /// actor is not running.
+    fn send(&self, command: Command) -> Result<(), Command> {
         // A poisoned lock only means a panic elsewhere while holding it; the slot
         // itself is still whole.
-        let mut unstarted = self
-            .unstarted
+        let mut slot = self
+            .actor
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(UnstartedActor {
-            actor,
-            commands,
-            events,
-            runtime,
-        }) = unstarted.take()
+        if matches!(command, Command::Start { .. })
+            && let Some(unstarted) = slot.unstarted.take()
         {
-            runtime.spawn(actor.run(commands, events));
+            slot.commands = Some(unstarted.start());
+        }
+        match &slot.commands {
+            Some(commands) => commands
+                .send(command)
+                .map_err(|mpsc::error::SendError(command)| command),
+            None => Err(command),
         }
     }
 }
 
-/// Loads a plugin into a fresh instance and makes its actor, which starts with the
-/// plugin's first call. Returns the handle and the tools the plugin registered.
+/// Loads a plugin into a fresh instance; its actor starts with the plugin's first
+/// call. Returns the handle and the tools the plugin registered.
 pub async fn spawn_plugin(
     context: Arc<PluginContext>,
     pre: PluginPre,
 ) -> Result<(PluginHandle, Vec<ToolSpec>), LoadFailure> {
-    let (events_tx, events) = mpsc::unbounded_channel();
-    let events_tx = Arc::new(events_tx);
-    let (instance, specs) = Instance::create(&context, &pre, events_tx.clone()).await?;
-    let (commands_tx, commands) = mpsc::unbounded_channel();
+    let (instance, specs) = Instance::create(&context, &pre).await?;
     let name = Arc::from(context.name.as_str());
-    let actor = Actor {
+    let unstarted = UnstartedActor {
         context,
         pre,
-        instance: Some(instance),
-        calls: HashMap::new(),
-        crashes: VecDeque::new(),
-        disabled: None,
-        events_tx,
-    };
-    let unstarted = UnstartedActor {
-        actor,
-        commands,
-        events,
+        instance,
         runtime: tokio::runtime::Handle::current(),
     };
     let handle = PluginHandle {
         name,
-        commands: commands_tx,
-        unstarted: Arc::new(Mutex::new(Some(unstarted))),
+        actor: Arc::new(Mutex::new(ActorSlot {
+            unstarted: Some(unstarted),
+            commands: None,
+        })),
     };
     Ok((handle, specs))
 }
@@ -272,8 +293,9 @@ impl Actor {
     /// Re-creates the instance after a crash. A failure counts as another crash; the
     /// error says what became of the plugin ("it could not be restarted: ...").
     async fn restart(&mut self) -> Result<(), String> {
-        match Instance::create(&self.context, &self.pre, self.events_tx.clone()).await {
-            Ok((instance, _)) => {
+        match Instance::create(&self.context, &self.pre).await {
+            Ok((mut instance, _)) => {
+                instance.ops().connect(self.events_tx.clone());
                 self.instance = Some(instance);
                 Ok(())
             }

@@ -11,7 +11,7 @@ use wasmtime::component::InstancePre;
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use super::PluginContext;
-use super::ops::{OpEvent, Operations};
+use super::ops::Operations;
 use super::state::StoreState;
 use crate::bindings::{
     CallState, LoadError, LoadRequest, OpOutcome, Plugin, PluginPre as BindingsPre, ToolSpec,
@@ -95,19 +95,17 @@ impl Instance {
     pub async fn create(
         context: &Arc<PluginContext>,
         pre: &PluginPre,
-        events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
     ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
         // Boxed, so the futures that await a creation (the actor's among them) stay small.
-        super::turns::in_turn(Box::pin(Self::instantiate_and_load(context, pre, events))).await
+        super::turns::in_turn(Box::pin(Self::instantiate_and_load(context, pre))).await
     }
 
     async fn instantiate_and_load(
         context: &Arc<PluginContext>,
         pre: &PluginPre,
-        events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
     ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
         let limits = &context.limits;
-        let mut store = Store::new(pre.engine(), StoreState::new(context.clone(), events));
+        let mut store = Store::new(pre.engine(), StoreState::new(context.clone()));
         store.limiter(|state| &mut state.cap);
         let engine = crate::engine::options();
         if engine.fuel {

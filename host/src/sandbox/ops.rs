@@ -56,21 +56,29 @@ pub struct Operations {
     calls: HashMap<CallId, CallOps>,
     http_in_flight: usize,
     max_pending: usize,
-    events: Arc<UnboundedSender<OpEvent>>,
+    /// Where outcomes go: the plugin's actor, once it runs (`connect`).
+    events: Option<Arc<UnboundedSender<OpEvent>>>,
 }
 
 impl Operations {
-    /// An empty table whose operations report to `events`; at most `max_pending`
-    /// operations may be pending at once.
-    pub fn new(events: Arc<UnboundedSender<OpEvent>>, max_pending: usize) -> Self {
+    /// An empty table; at most `max_pending` operations may be pending at once. No
+    /// operation may start until `connect` says where outcomes go.
+    pub fn new(max_pending: usize) -> Self {
         Operations {
             next: 1,
             pending: HashMap::new(),
             calls: HashMap::new(),
             http_in_flight: 0,
             max_pending,
-            events,
+            events: None,
         }
+    }
+
+    /// Sends the outcomes of operations started from now on to `events`. The actor
+    /// connects an instance before its first call: a plugin's actor and its channels
+    /// are only made when the plugin is first called.
+    pub fn connect(&mut self, events: Arc<UnboundedSender<OpEvent>>) {
+        self.events = Some(events);
     }
 
     /// Makes `call` known, so its coroutines may start operations.
@@ -139,6 +147,9 @@ impl Operations {
         let Some(call_ops) = self.calls.get(&call) else {
             return Err(format!("call {call} is not running"));
         };
+        if self.events.is_none() {
+            return Err("operations may only start during a call".to_string());
+        }
         if self.pending.len() >= self.max_pending {
             return Err(format!(
                 "too many pending operations (a plugin may have at most {})",
@@ -172,7 +183,9 @@ impl Operations {
         let events = self.events.clone();
         let task = tokio::spawn(async move {
             let outcome = work.await;
-            let _ = events.send(OpEvent { call, op, outcome });
+            if let Some(events) = events {
+                let _ = events.send(OpEvent { call, op, outcome });
+            }
         });
         let call_ops = self.calls.entry(call).or_default();
         call_ops.ops.insert(op);
@@ -212,7 +225,8 @@ mod tests {
     #[tokio::test]
     async fn an_outcome_for_another_call_does_not_complete_an_op_with_the_same_id() {
         let (events, _receiver) = mpsc::unbounded_channel();
-        let mut ops = Operations::new(Arc::new(events), 16);
+        let mut ops = Operations::new(16);
+        ops.connect(Arc::new(events));
         ops.begin_call(7);
         let op = ops.spawn(7, false, std::future::pending::<OpOutcome>());
         // A late outcome of a crashed instance's op 1, which belonged to call 3.

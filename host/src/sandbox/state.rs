@@ -9,7 +9,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginContext;
 use super::limiter::MemoryCap;
-use super::ops::{OpEvent, Operations};
+use super::ops::Operations;
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
 use crate::clock;
 use crate::http::{self, Method};
@@ -30,11 +30,8 @@ pub struct StoreState {
 }
 
 impl StoreState {
-    /// A fresh state for `plugin`, whose operations report to `events`.
-    pub(super) fn new(
-        plugin: Arc<PluginContext>,
-        events: Arc<tokio::sync::mpsc::UnboundedSender<OpEvent>>,
-    ) -> Self {
+    /// A fresh state for `plugin` (its operations report nowhere until connected).
+    pub(super) fn new(plugin: Arc<PluginContext>) -> Self {
         // The guest's WASI is empty: no preopened directories, no environment, no
         // arguments, no network, stdin empty and stdout/stderr discarded. Plugins reach
         // the outside world only through `toolcell:plugin/host`.
@@ -44,7 +41,7 @@ impl StoreState {
             .allow_ip_name_lookup(false)
             .build();
         let cap = MemoryCap::new(plugin.limits.linear_memory);
-        let ops = Operations::new(events, plugin.limits.max_pending_ops);
+        let ops = Operations::new(plugin.limits.max_pending_ops);
         StoreState {
             wasi,
             table: ResourceTable::new(),
