@@ -1,85 +1,130 @@
-//! The guest's global allocator: talc, fed first with the free end of the initial
-//! linear memory, then with pages it grows.
+//! The guest's global allocator: talc, whose heap grows a few host pages at a time,
+//! first into the free end of the initial linear memory, then into pages it grows.
 //!
 //! Rust's default on wasm32-wasip2 goes through std's System allocator to wasi-libc's
 //! malloc (dlmalloc): a third more instructions per allocation by callgrind, and Lua
 //! allocates on nearly every string and table operation. talc's own wasm source
 //! (`WasmGrowAndExtend`) only uses pages it grows, so the ~50 KiB between the static
 //! data and the end of the initial memory went unused and the heap began on a fresh
-//! 64 KiB page. That matters for the prepared snapshot (host `snapshot.rs`): there the
-//! Lua state is part of the memory image every plugin instance maps, and the kernel
-//! maps image pages 64 KiB at a time (fault-around), so an image that spans fewer
-//! windows costs every plugin less resident memory.
+//! 64 KiB page.
+//!
+//! Both choices here are about the prepared snapshot (host `snapshot.rs`): the Lua state
+//! is part of the memory image that every plugin instance maps, and the kernel maps
+//! image pages 64 KiB at a time (fault-around), read or not. The image ends at the last
+//! non-zero byte of memory, and talc writes the size of a free gap at the gap's end: a
+//! heap that spanned the whole free end of the initial memory put one such word on its
+//! last page, so the image covered 24 KiB of empty heap in every instance. A heap that
+//! ends a little past its last allocation keeps the image to the pages in use.
 
 use core::alloc::Layout;
-use core::arch::wasm32::{memory_grow, memory_size};
+use core::arch::wasm32::memory_grow;
 use core::ptr::NonNull;
 
 use talc::base::binning::Binning;
 use talc::base::{CHUNK_UNIT, Talc};
 use talc::cell::TalcSyncCell;
+use talc::min_first_heap_size;
 use talc::source::Source;
 use talc::wasm::WasmBinning;
 
 /// A wasm page.
 const PAGE_SIZE: usize = 64 * 1024;
 
+/// A host page: the unit of resident memory, so the heap's end is rounded to it.
+const HOST_PAGE_SIZE: usize = 4 * 1024;
+
+/// Each extension of the heap adds at least this fraction of its size, so a heap that
+/// grows to megabytes asks for memory a few dozen times, not once per page.
+const GROWTH_DIVISOR: usize = 8;
+
 unsafe extern "C" {
     /// Where the linker ends the static data and the stack: the heap may start here.
     static __heap_base: u8;
+    /// The end of the initial memory (wasm-ld's symbol).
+    static __heap_end: u8;
 }
 
 /// Every Rust and Lua allocation of the guest.
 #[global_allocator]
-static ALLOCATOR: TalcSyncCell<InitialThenGrow, WasmBinning> =
-    TalcSyncCell::new_wasm(InitialThenGrow {
-        initial_claimed: false,
-        end: None,
-    });
+static ALLOCATOR: TalcSyncCell<StepwiseHeap, WasmBinning> = TalcSyncCell::new_wasm(StepwiseHeap {
+    end: None,
+    owned_end: 0,
+});
 
-/// The memory source: the initial memory's free end first, then grown pages, each
-/// extending the one heap when it is contiguous with it (it always is, since nothing
-/// else grows the memory).
+/// The memory source: one heap from `__heap_base`, extended a few host pages at a time
+/// through the memory this source owns (the free end of the initial memory, then the
+/// pages it grew).
 #[derive(Debug)]
-struct InitialThenGrow {
-    initial_claimed: bool,
+struct StepwiseHeap {
     /// The end of the heap, once there is one.
     end: Option<NonNull<u8>>,
+    /// The end of the memory this source may give the heap (0 until the first request,
+    /// which takes the initial memory's end).
+    owned_end: usize,
 }
 
-// SAFETY: `acquire` only claims memory nothing else uses (past `__heap_base`, or pages
-// it grew itself) and never allocates.
-unsafe impl Source for InitialThenGrow {
+// SAFETY: `acquire` only gives talc memory nothing else uses (past `__heap_base` up to
+// the end of the initial memory, or pages it grew itself) and never allocates.
+unsafe impl Source for StepwiseHeap {
     fn acquire<B: Binning>(talc: &mut Talc<Self, B>, layout: Layout) -> Result<(), ()> {
-        if !talc.source.initial_claimed {
-            talc.source.initial_claimed = true;
-            let base = (&raw const __heap_base).cast_mut();
-            let memory_end = memory_size::<0>() * PAGE_SIZE;
-            let size = memory_end.saturating_sub(base as usize);
-            // SAFETY: from `__heap_base` to the end of the memory is free: the linker
-            // placed the static data and the stack below it.
-            talc.source.end = unsafe { talc.claim(base, size) };
-            if talc.source.end.is_some() {
-                return Ok(());
-            }
+        let base = (&raw const __heap_base).cast_mut();
+        if talc.source.owned_end == 0 {
+            talc.source.owned_end = (&raw const __heap_end) as usize;
         }
-        // Enough pages for the allocation with talc's chunk overhead and alignment;
-        // if it still does not fit, talc asks again and the heap grows further.
-        let pages = (layout.size() + layout.align() + 4 * CHUNK_UNIT).div_ceil(PAGE_SIZE);
-        let previous_pages = memory_grow::<0>(pages);
-        if previous_pages == usize::MAX {
-            return Err(());
-        }
-        let grown = (previous_pages * PAGE_SIZE) as *mut u8;
-        let grown_bytes = pages * PAGE_SIZE;
-        talc.source.end = match talc.source.end {
-            // SAFETY: the grown pages are new and follow the heap's end directly.
-            Some(end) if end.as_ptr() == grown => {
-                Some(unsafe { talc.extend(end, grown.wrapping_add(grown_bytes)) })
-            }
-            // SAFETY: the grown pages are new; nothing else uses them.
-            _ => unsafe { talc.claim(grown, grown_bytes) },
+        let heap_end = talc
+            .source
+            .end
+            .map_or(base as usize, |end| end.as_ptr() as usize);
+        // Room for the allocation with talc's chunk overhead and alignment, and for
+        // talc's own metadata when this is the first heap; if it still does not fit,
+        // talc asks again and the heap grows further.
+        let first = if talc.source.end.is_none() {
+            min_first_heap_size::<B>()
+        } else {
+            0
         };
-        Ok(())
+        let needed = layout.size() + layout.align() + 4 * CHUNK_UNIT + first;
+        loop {
+            let owned_end = talc.source.owned_end;
+            // Extend into the memory this source owns while any useful room is left
+            // (talc asks again if a partial extension is not enough).
+            if owned_end.saturating_sub(heap_end) >= 2 * CHUNK_UNIT {
+                let step = needed.max((heap_end - base as usize) / GROWTH_DIVISOR);
+                let new_end = heap_end
+                    .saturating_add(step)
+                    .next_multiple_of(HOST_PAGE_SIZE)
+                    .min(owned_end);
+                talc.source.end = match talc.source.end {
+                    // SAFETY: the memory up to `owned_end` is this source's and unused.
+                    Some(end) => Some(unsafe { talc.extend(end, new_end as *mut u8) }),
+                    // SAFETY: from `__heap_base` to the end of the initial memory is
+                    // free: the linker placed the static data and the stack below it.
+                    None => unsafe { talc.claim(base, new_end - base as usize) },
+                };
+                if talc.source.end.is_some() {
+                    return Ok(());
+                }
+            }
+            let pages = needed.div_ceil(PAGE_SIZE);
+            let previous_pages = memory_grow::<0>(pages);
+            if previous_pages == usize::MAX {
+                return Err(());
+            }
+            let grown = previous_pages * PAGE_SIZE;
+            let grown_end = grown + pages * PAGE_SIZE;
+            if grown == owned_end && talc.source.end.is_some() {
+                // The grown pages follow the heap's memory: the next round extends
+                // the heap into them.
+                talc.source.owned_end = grown_end;
+                continue;
+            }
+            // Something else grew the memory in between (or the initial memory had no
+            // room for a first heap): the grown pages become a heap of their own.
+            // SAFETY: the grown pages are new; nothing else uses them.
+            let heap = unsafe { talc.claim(grown as *mut u8, pages * PAGE_SIZE) }.ok_or(())?;
+            talc.source.end = Some(heap);
+            talc.source.owned_end = grown_end;
+            return Ok(());
+        }
     }
 }
