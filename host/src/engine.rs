@@ -57,8 +57,9 @@ const POOLED_INSTANCES: u32 = 4096;
 /// the next instance of the same guest (a reload, a restart after a crash, a runtime
 /// built again): without it the slot is decommitted and that instance takes a page
 /// fault for every page it touches again (half of a 100 µs warm load on the benchmark
-/// machine). A loaded trivial Lua plugin dirties about 52 KiB (44 KiB of the image, 8 KiB
-/// of stack); the pool keeps at most 100 freed slots warm, so at most 13 MiB stay.
+/// machine). A loaded trivial Lua plugin dirties about 40 KiB of the image (a called one
+/// some stack as well); the pool keeps at most 100 freed slots warm, so at most 13 MiB
+/// stay.
 const KEEP_RESIDENT_BYTES: usize = 128 << 10;
 
 static OPTIONS: OnceLock<Options> = OnceLock::new();
