@@ -148,7 +148,7 @@ impl Operations {
             return Err(format!("call {call} is not running"));
         };
         if self.events.is_none() {
-            return Err("operations may only start during a call".to_string());
+            return Err("operations cannot start before the plugin's actor runs".to_string());
         }
         if self.pending.len() >= self.max_pending {
             return Err(format!(
@@ -221,6 +221,19 @@ mod tests {
 
     use super::Operations;
     use crate::bindings::OpOutcome;
+
+    #[test]
+    fn no_operation_is_admitted_before_the_actor_connects() {
+        let mut ops = Operations::new(16);
+        ops.begin_call(7);
+        assert_eq!(
+            ops.admit(7, false),
+            Err("operations cannot start before the plugin's actor runs".to_string())
+        );
+        let (events, _receiver) = mpsc::unbounded_channel();
+        ops.connect(Arc::new(events));
+        assert_eq!(ops.admit(7, false), Ok(()));
+    }
 
     #[tokio::test]
     async fn an_outcome_for_another_call_does_not_complete_an_op_with_the_same_id() {
