@@ -274,13 +274,19 @@ clm.tool_register("count", { invoke = function(_, ctx)
 end })
 "#;
 
+/// Limits under which the crashers' `burn` tool runs out of fuel quickly (200 million
+/// units, so a test that burns several times stays fast).
+fn burn_limits() -> Limits {
+    Limits {
+        fuel: 200_000_000,
+        ..Limits::default()
+    }
+}
+
 #[tokio::test]
 async fn running_out_of_fuel_discards_the_instance_and_the_next_call_gets_a_fresh_one() {
     let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
-    let limits = Limits {
-        fuel: 200_000_000,
-        ..Limits::default()
-    };
+    let limits = burn_limits();
     let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
     let message = failure(&runtime, "burn", "{}").await;
     assert_contains(
@@ -296,10 +302,7 @@ async fn running_out_of_fuel_discards_the_instance_and_the_next_call_gets_a_fres
 #[tokio::test]
 async fn a_restarted_or_reloaded_plugin_starts_from_its_load_time_state() {
     let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
-    let limits = Limits {
-        fuel: 200_000_000,
-        ..Limits::default()
-    };
+    let limits = burn_limits();
     for _ in 0..3 {
         let runtime = fixture
             .load_with(|builder| builder.limits(limits.clone()))
@@ -355,10 +358,7 @@ async fn a_crash_fails_the_plugins_other_calls_and_spares_other_plugins() {
 #[tokio::test]
 async fn a_plugin_that_keeps_crashing_is_disabled() {
     let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
-    let limits = Limits {
-        fuel: 200_000_000,
-        ..Limits::default()
-    };
+    let limits = burn_limits();
     let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
     for _ in 0..5 {
         assert_contains(&failure(&runtime, "burn", "{}").await, &["ran out of fuel"]);
