@@ -15,6 +15,8 @@ mod allocator;
 mod api;
 mod errors;
 pub mod json;
+#[cfg(target_arch = "wasm32")]
+mod math;
 mod ops;
 mod runtime;
 mod sandbox;

@@ -87,6 +87,81 @@ async fn load_and_bytecode_are_out_of_reach() {
     assert_eq!(output(&runtime, "probe", "{}").await, "0 true");
 }
 
+/// The math library's transcendental functions in the sandbox (the `libm` crate's, see
+/// lua-guest/src/math.rs) against the host's C library, which native clm plugins use:
+/// both stay within one unit in the last place of the exact result, so they may differ
+/// by one unit but no more. The inputs cover subnormal results, overflow, domain errors
+/// and trigonometry of huge arguments, whose reduction needs the most care.
+#[tokio::test]
+async fn math_functions_agree_with_the_host_c_library_to_one_unit_in_the_last_place() {
+    let cases: [(&str, f64); 24] = [
+        ("math.exp(1)", 1f64.exp()),
+        ("math.exp(-745)", (-745f64).exp()),
+        ("math.exp(710)", 710f64.exp()),
+        ("math.exp(1e-10)", 1e-10f64.exp()),
+        ("math.log(10)", 10f64.ln()),
+        ("math.log(1e-310)", 1e-310f64.ln()),
+        ("math.log(0)", 0f64.ln()),
+        ("math.log(-1)", (-1f64).ln()),
+        ("math.log(3, 2)", 3f64.log2()),
+        ("math.log(1024, 2)", 1024f64.log2()),
+        ("2 ^ 0.5", 2f64.powf(0.5)),
+        ("(-8) ^ (1 / 3)", (-8f64).powf(1.0 / 3.0)),
+        ("0 ^ 0", 0f64.powf(0.0)),
+        ("(-2) ^ 3", (-2f64).powf(3.0)),
+        ("10 ^ -320", 10f64.powf(-320.0)),
+        ("2 ^ 1023.5", 2f64.powf(1023.5)),
+        ("1.0000001 ^ 1e9", 1.0000001f64.powf(1e9)),
+        ("math.sin(0.5)", 0.5f64.sin()),
+        ("math.cos(2)", 2f64.cos()),
+        ("math.tan(1.5)", 1.5f64.tan()),
+        ("math.sin(1e22)", 1e22f64.sin()),
+        ("math.cos(1e300)", 1e300f64.cos()),
+        ("math.tan(-1e15)", (-1e15f64).tan()),
+        ("math.sin(-0.0)", (-0.0f64).sin()),
+    ];
+    let expressions: Vec<&str> = cases.iter().map(|(lua, _)| *lua).collect();
+    let source = format!(
+        r#"
+        clm.tool_register("math", {{ invoke = function(_, ctx)
+          local out = {{}}
+          for _, x in ipairs({{ {} }}) do
+            out[#out + 1] = x ~= x and "nan" or string.format("%.17g", x)
+          end
+          ctx:complete(table.concat(out, " "))
+        end }})
+        "#,
+        expressions.join(", ")
+    );
+    let fixture = Fixture::new(&[("math.lua", source.as_str())]);
+    let runtime = fixture.load().await;
+    let results = output(&runtime, "math", "{}").await;
+    let results: Vec<&str> = results.split(' ').collect();
+    assert_eq!(results.len(), cases.len(), "{results:?}");
+    for ((lua, expected), got) in cases.iter().zip(results) {
+        if expected.is_nan() {
+            assert_eq!(got, "nan", "{lua}");
+            continue;
+        }
+        let got: f64 = got.parse().unwrap_or_else(|_| panic!("{lua} gave {got}"));
+        assert!(
+            units_apart(got, *expected) <= 1,
+            "{lua} is {got:e} in the sandbox and {expected:e} natively"
+        );
+    }
+}
+
+/// How many representable doubles lie between `a` and `b` (0 when equal; infinities of
+/// the same sign are equal).
+fn units_apart(a: f64, b: f64) -> u64 {
+    // Maps doubles onto integers in the same order, so neighbours differ by one.
+    let ordered = |x: f64| {
+        let bits = x.to_bits() as i64;
+        if bits < 0 { i64::MIN - bits } else { bits }
+    };
+    ordered(a).abs_diff(ordered(b))
+}
+
 #[tokio::test]
 async fn a_plugin_file_of_lua_bytecode_is_refused() {
     // "\27Lua" starts precompiled chunks; only source text may be loaded.
