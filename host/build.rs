@@ -145,6 +145,7 @@ fn build_guest(workspace: &Path, target_dir: &Path) {
             command.env_remove(&*name);
         }
     }
+    command.env("CARGO_ENCODED_RUSTFLAGS", remap_flags(workspace));
     let status = command.status().unwrap_or_else(|error| {
         fail(&format!(
             "could not run cargo to build the Lua guest: {error}"
@@ -153,6 +154,35 @@ fn build_guest(workspace: &Path, target_dir: &Path) {
     if !status.success() {
         fail("building the Lua guest (lua-guest/) for wasm32-wasip2 failed; see the errors above");
     }
+}
+
+/// rustc flags that cut the build machine's directories out of the source paths the
+/// guest carries (panic locations: about 70 of them). The paths are read-only data in
+/// every plugin instance's memory image, and without the machine's directories in them
+/// the guest's bytes, and so its code-cache key, no longer depend on where the
+/// workspace and the crate registry happen to live. Joined by 0x1f, as
+/// `CARGO_ENCODED_RUSTFLAGS` takes them.
+fn remap_flags(workspace: &Path) -> String {
+    let mut prefixes = vec![workspace.to_path_buf()];
+    let cargo_home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    if let Some(cargo_home) = cargo_home {
+        // One directory per registry index (crates.io's, and any other configured);
+        // crates from git keep their longer path.
+        if let Ok(indexes) = std::fs::read_dir(cargo_home.join("registry").join("src")) {
+            let mut indexes: Vec<PathBuf> = indexes.flatten().map(|index| index.path()).collect();
+            // A stable order, so the flags (and with them the guest) do not change
+            // from one build to the next.
+            indexes.sort();
+            prefixes.extend(indexes);
+        }
+    }
+    prefixes
+        .iter()
+        .map(|prefix| format!("--remap-path-prefix={}/=", prefix.display()))
+        .collect::<Vec<_>>()
+        .join("\u{1f}")
 }
 
 fn fail(message: &str) -> ! {
