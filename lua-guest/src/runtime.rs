@@ -24,7 +24,14 @@ struct Runtime {
 
 thread_local! {
     /// A component instance runs exactly one plugin, loaded once.
-    static RUNTIME: RefCell<Option<Runtime>> = const { RefCell::new(None) };
+    ///
+    /// Initialised on first use rather than in a `const` block: a lazy thread-local
+    /// starts as zeros and so lives in `.bss`, on a page every step writes anyway (the
+    /// allocator's state, the export's return area). The const form put it alone among
+    /// read-only data on a page of the memory image, which every plugin instance then
+    /// copied on its first borrow of it.
+    #[allow(clippy::missing_const_for_thread_local)]
+    static RUNTIME: RefCell<Option<Runtime>> = RefCell::new(None);
 }
 
 /// Facts about the plugin that never change after load.
