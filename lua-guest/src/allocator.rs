@@ -1,5 +1,6 @@
 //! The guest's global allocator: talc, whose heap grows a few host pages at a time,
-//! first into the free end of the initial linear memory, then into pages it grows.
+//! first into the free end of the initial linear memory, then into pages it grows, with
+//! free lists of small blocks in front of it (`small_blocks.rs`).
 //!
 //! Rust's default on wasm32-wasip2 goes through std's System allocator to wasi-libc's
 //! malloc (dlmalloc): a third more instructions per allocation by callgrind, and Lua
@@ -16,8 +17,9 @@
 //! last page, so the image covered 24 KiB of empty heap in every instance. A heap that
 //! ends a little past its last allocation keeps the image to the pages in use.
 
-use core::alloc::Layout;
+use core::alloc::{GlobalAlloc, Layout};
 use core::arch::wasm32::memory_grow;
+use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 
 use talc::base::binning::Binning;
@@ -26,6 +28,8 @@ use talc::cell::TalcSyncCell;
 use talc::min_first_heap_size;
 use talc::source::Source;
 use talc::wasm::WasmBinning;
+
+use crate::small_blocks::SmallBlocks;
 
 /// A wasm page.
 const PAGE_SIZE: usize = 64 * 1024;
@@ -46,10 +50,43 @@ unsafe extern "C" {
 
 /// Every Rust and Lua allocation of the guest.
 #[global_allocator]
-static ALLOCATOR: TalcSyncCell<StepwiseHeap, WasmBinning> = TalcSyncCell::new_wasm(StepwiseHeap {
-    end: None,
-    owned_end: 0,
-});
+static ALLOCATOR: GuestAllocator = GuestAllocator {
+    talc: TalcSyncCell::new_wasm(StepwiseHeap {
+        end: None,
+        owned_end: 0,
+    }),
+    small: UnsafeCell::new(SmallBlocks::new()),
+};
+
+/// talc, with free lists of small blocks in front of it (`small_blocks.rs`).
+struct GuestAllocator {
+    talc: TalcSyncCell<StepwiseHeap, WasmBinning>,
+    small: UnsafeCell<SmallBlocks>,
+}
+
+// SAFETY: the guest is single-threaded wasm (no atomics: `TalcSyncCell::new_wasm`
+// refuses to build otherwise), and neither talc nor the free lists allocate while one
+// of these calls runs, so no two borrows of `small` overlap.
+unsafe impl Sync for GuestAllocator {}
+
+// SAFETY: every block comes from talc, directly or through the free lists, which only
+// hand out blocks talc allocated for their class and give them back to talc with it.
+unsafe impl GlobalAlloc for GuestAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: see the `Sync` impl; the layout is the caller's.
+        unsafe { (*self.small.get()).alloc(&self.talc, layout) }
+    }
+
+    unsafe fn dealloc(&self, block: *mut u8, layout: Layout) {
+        // SAFETY: as `alloc`.
+        unsafe { (*self.small.get()).dealloc(&self.talc, block, layout) }
+    }
+
+    unsafe fn realloc(&self, block: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as `alloc`.
+        unsafe { (*self.small.get()).realloc(&self.talc, block, layout, new_size) }
+    }
+}
 
 /// The memory source: one heap from `__heap_base`, extended a few host pages at a time
 /// through the memory this source owns (the free end of the initial memory, then the

@@ -21,6 +21,7 @@ mod ops;
 mod runtime;
 mod sandbox;
 mod scheduler;
+mod small_blocks;
 mod tasks;
 
 #[allow(clippy::all, missing_docs)]
