@@ -316,12 +316,12 @@ fn timeout(value: &Value) -> Option<u32> {
 /// The `ctx` object of one invocation.
 pub struct Ctx {
     call: CallId,
-    args_raw: Rc<str>,
+    args_raw: String,
 }
 
 impl Ctx {
     /// The context of call `call`, whose raw JSON arguments were `args_raw`.
-    pub fn new(call: CallId, args_raw: Rc<str>) -> Self {
+    pub fn new(call: CallId, args_raw: String) -> Self {
         Ctx { call, args_raw }
     }
 
@@ -401,7 +401,7 @@ impl UserData for Ctx {
             let message = string_argument(lua, "ctx:fail", message)?;
             ctx.end(lua, "ctx:fail", Ending::Failed(message))
         });
-        methods.add_method("args_raw", |_, ctx, ()| Ok(ctx.args_raw.to_string()));
+        methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
             if crate::runtime::debug_log_enabled(lua) {
                 host::log(&message.to_string()?);

@@ -7,6 +7,7 @@
 //! Needs serde_json's `unbounded_depth` feature (this module enforces [`MAX_DEPTH`] itself)
 //! and `float_roundtrip` (so that floats written by `encode` decode to the same bits).
 
+use std::cell::OnceCell;
 use std::ffi::c_void;
 use std::fmt::{self, Write as _};
 
@@ -105,8 +106,9 @@ pub fn decode(lua: &Lua, text: &[u8]) -> Result<Value, String> {
             text.len()
         ));
     }
-    let array_mt =
-        array_metatable(lua).map_err(|e| format!("cannot create the array metatable: {e}"))?;
+    // Fetched when the first array is decoded: tool arguments are objects, often with
+    // no array in them.
+    let array_mt = OnceCell::new();
     let mut deserializer = serde_json::Deserializer::from_slice(text);
     // serde_json's own limit stops at 127 levels; ValueSeed enforces MAX_DEPTH instead,
     // before descending, so the stack stays bounded.
@@ -176,11 +178,21 @@ fn lua_decode(lua: &Lua, args: &MultiValue) -> (Value, Option<String>, bool) {
 #[derive(Clone, Copy)]
 struct ValueSeed<'a> {
     lua: &'a Lua,
-    array_mt: &'a Table,
+    /// The metatable that marks arrays, once one was decoded.
+    array_mt: &'a OnceCell<Table>,
     depth: usize,
 }
 
 impl<'a> ValueSeed<'a> {
+    /// The metatable that marks decoded arrays.
+    fn array_metatable(&self) -> mlua::Result<&'a Table> {
+        if let Some(table) = self.array_mt.get() {
+            return Ok(table);
+        }
+        let table = array_metatable(self.lua)?;
+        Ok(self.array_mt.get_or_init(|| table))
+    }
+
     /// The seed for the values inside a container, or an error past [`MAX_DEPTH`].
     fn enter<E: de::Error>(self) -> Result<ValueSeed<'a>, E> {
         if self.depth >= MAX_DEPTH {
@@ -247,7 +259,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         let inner = self.enter()?;
         let table = self.lua.create_table().map_err(lua_error)?;
         table
-            .set_metatable(Some(self.array_mt.clone()))
+            .set_metatable(Some(self.array_metatable().map_err(lua_error)?.clone()))
             .map_err(lua_error)?;
         let mut index: i64 = 0;
         while let Some(value) = seq.next_element_seed(inner)? {

@@ -211,7 +211,7 @@ fn begin_call(
     };
     let failure = |error: mlua::Error| scheduler::failure_text(lua, &error);
     let ctx = lua
-        .create_userdata(Ctx::new(id, Rc::from(args_json)))
+        .create_userdata(Ctx::new(id, args_json))
         .map_err(failure)?;
     let main = scheduler::main_coroutine(lua, invoke).map_err(failure)?;
     let values = MultiValue::from_iter([Value::Table(args), Value::UserData(ctx)]);
