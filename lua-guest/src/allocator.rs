@@ -58,6 +58,13 @@ static ALLOCATOR: GuestAllocator = GuestAllocator {
     small: UnsafeCell::new(SmallBlocks::new()),
 };
 
+/// Lets freed small blocks wait for reuse from now on (see `small_blocks.rs`): called
+/// once the plugin has loaded.
+pub fn cache_small_blocks() {
+    // SAFETY: the guest is single-threaded, and no allocation is running while this is.
+    unsafe { (*ALLOCATOR.small.get()).start_caching() }
+}
+
 /// talc, with free lists of small blocks in front of it (`small_blocks.rs`).
 struct GuestAllocator {
     talc: TalcSyncCell<StepwiseHeap, WasmBinning>,

@@ -117,7 +117,12 @@ pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
             _ => None,
         })
         .ok_or_else(|| LoadError::Failed("the plugin is already loaded".to_string()))?;
-    load_plugin(&lua, &watchdog, request)
+    let loaded = load_plugin(&lua, &watchdog, request);
+    // Only now: preparing the state and loading the plugin reuse what they free for any
+    // size, which keeps the memory image and a load's fresh pages small.
+    #[cfg(target_arch = "wasm32")]
+    crate::allocator::cache_small_blocks();
+    loaded
 }
 
 fn load_plugin(

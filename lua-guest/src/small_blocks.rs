@@ -10,6 +10,12 @@
 //! freed block goes back to the general allocator, where it can be merged and reused
 //! for any size. The memory a plugin can hold is therefore what Lua accounts for (its
 //! memory limit) plus at most that much.
+//!
+//! Freed blocks are only kept once the owner says so ([`SmallBlocks::start_caching`]):
+//! the Lua guest starts after its plugin has loaded, so preparing the Lua state (which
+//! becomes the memory image every instance maps) and loading a plugin reuse their freed
+//! memory for any size, and the image and a load's fresh pages stay as small as talc
+//! alone leaves them.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr;
@@ -37,6 +43,8 @@ pub struct SmallBlocks {
     heads: [*mut u8; CLASSES],
     /// Bytes held by the lists.
     cached: usize,
+    /// Whether freed small blocks go to the lists (otherwise straight back).
+    caching: bool,
 }
 
 /// The class of blocks for `layout`, if it is small.
@@ -57,7 +65,14 @@ impl SmallBlocks {
         SmallBlocks {
             heads: [ptr::null_mut(); CLASSES],
             cached: 0,
+            caching: false,
         }
+    }
+
+    /// From now on, freed small blocks wait in the lists for the next allocation of
+    /// their class.
+    pub fn start_caching(&mut self) {
+        self.caching = true;
     }
 
     /// Allocates `layout`, from the lists when a block of its class is free.
@@ -91,7 +106,7 @@ impl SmallBlocks {
             return unsafe { backing.dealloc(block, layout) };
         };
         let size = class_layout(class).size();
-        if self.cached + size > CACHE_LIMIT {
+        if !self.caching || self.cached + size > CACHE_LIMIT {
             // SAFETY: small blocks come from `backing` with their class's layout.
             return unsafe { backing.dealloc(block, class_layout(class)) };
         }
@@ -151,9 +166,25 @@ mod tests {
         Layout::from_size_align(size, 8).unwrap()
     }
 
+    fn caching() -> SmallBlocks {
+        let mut blocks = SmallBlocks::new();
+        blocks.start_caching();
+        blocks
+    }
+
+    #[test]
+    fn nothing_is_kept_before_caching_starts() {
+        let mut blocks = SmallBlocks::new();
+        unsafe {
+            let block = blocks.alloc(&System, layout(24));
+            blocks.dealloc(&System, block, layout(24));
+        }
+        assert_eq!(blocks.cached(), 0);
+    }
+
     #[test]
     fn a_freed_small_block_is_reused_for_its_class_only() {
-        let mut blocks = SmallBlocks::new();
+        let mut blocks = caching();
         unsafe {
             let first = blocks.alloc(&System, layout(20));
             blocks.dealloc(&System, first, layout(20));
@@ -171,7 +202,7 @@ mod tests {
 
     #[test]
     fn the_lists_hold_at_most_the_cache_limit() {
-        let mut blocks = SmallBlocks::new();
+        let mut blocks = caching();
         let count = CACHE_LIMIT / 256 + 10;
         unsafe {
             let all: Vec<*mut u8> = (0..count)
@@ -186,7 +217,7 @@ mod tests {
 
     #[test]
     fn large_and_overaligned_blocks_bypass_the_lists() {
-        let mut blocks = SmallBlocks::new();
+        let mut blocks = caching();
         unsafe {
             let large = blocks.alloc(&System, layout(MAX_SMALL + 1));
             blocks.dealloc(&System, large, layout(MAX_SMALL + 1));
@@ -200,7 +231,7 @@ mod tests {
 
     #[test]
     fn realloc_keeps_the_contents_across_classes_and_sizes() {
-        let mut blocks = SmallBlocks::new();
+        let mut blocks = caching();
         unsafe {
             let block = blocks.alloc(&System, layout(10));
             for i in 0..10 {
