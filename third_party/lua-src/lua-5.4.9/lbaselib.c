@@ -21,6 +21,14 @@
 #include "lualib.h"
 
 
+/*
+** toolcell: 'print', 'loadfile' and 'dofile' write to stdout or read files
+** through C's stdio, which a toolcell sandbox has none of: the guest gives
+** plugins its own 'print' (to the debug log) and no 'loadfile' or 'dofile'.
+** Compiled out of the wasm guest, they no longer link stdio's buffers
+** (2 KiB of the memory image every plugin instance maps) and file code.
+*/
+#if !defined(__wasi__)
 static int luaB_print (lua_State *L) {
   int n = lua_gettop(L);  /* number of arguments */
   int i;
@@ -35,6 +43,7 @@ static int luaB_print (lua_State *L) {
   lua_writeline();
   return 0;
 }
+#endif
 
 
 /*
@@ -337,6 +346,7 @@ static int load_aux (lua_State *L, int status, int envidx) {
 }
 
 
+#if !defined(__wasi__)  /* toolcell: see luaB_print */
 static int luaB_loadfile (lua_State *L) {
   const char *fname = luaL_optstring(L, 1, NULL);
   const char *mode = luaL_optstring(L, 2, NULL);
@@ -344,6 +354,7 @@ static int luaB_loadfile (lua_State *L) {
   int status = luaL_loadfilex(L, fname, mode);
   return load_aux(L, status, env);
 }
+#endif
 
 
 /*
@@ -406,6 +417,7 @@ static int luaB_load (lua_State *L) {
 /* }====================================================== */
 
 
+#if !defined(__wasi__)  /* toolcell: see luaB_print */
 static int dofilecont (lua_State *L, int d1, lua_KContext d2) {
   (void)d1;  (void)d2;  /* only to match 'lua_Kfunction' prototype */
   return lua_gettop(L) - 1;
@@ -420,6 +432,7 @@ static int luaB_dofile (lua_State *L) {
   lua_callk(L, 0, LUA_MULTRET, 0, dofilecont);
   return dofilecont(L, 0, 0);
 }
+#endif
 
 
 static int luaB_assert (lua_State *L) {
@@ -506,16 +519,22 @@ static int luaB_tostring (lua_State *L) {
 static const luaL_Reg base_funcs[] = {
   {"assert", luaB_assert},
   {"collectgarbage", luaB_collectgarbage},
+#if !defined(__wasi__)  /* toolcell: see luaB_print */
   {"dofile", luaB_dofile},
+#endif
   {"error", luaB_error},
   {"getmetatable", luaB_getmetatable},
   {"ipairs", luaB_ipairs},
+#if !defined(__wasi__)  /* toolcell: see luaB_print */
   {"loadfile", luaB_loadfile},
+#endif
   {"load", luaB_load},
   {"next", luaB_next},
   {"pairs", luaB_pairs},
   {"pcall", luaB_pcall},
+#if !defined(__wasi__)  /* toolcell: see luaB_print */
   {"print", luaB_print},
+#endif
   {"warn", luaB_warn},
   {"rawequal", luaB_rawequal},
   {"rawlen", luaB_rawlen},
