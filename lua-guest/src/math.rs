@@ -9,46 +9,25 @@
 //! pages of resident memory. `libm` ports FreeBSD's msun versions of the same functions,
 //! which need no tables (0.3 KiB of constants), with the same error bound (under one
 //! unit in the last place). Defining the symbols here keeps the linker from taking
-//! musl's objects.
+//! musl's objects. (rustc also exports `#[no_mangle]` functions from the guest's core
+//! module; the component does not export them, and each costs wasmtime one function
+//! reference per instance.)
 
-/// `exp(x)`: Lua's `math.exp`.
-#[unsafe(no_mangle)]
-extern "C" fn exp(x: f64) -> f64 {
-    libm::exp(x)
+/// Defines C's `NAME(x)` as `libm::NAME(x)` for each name.
+macro_rules! from_libm {
+    ($($name:ident),*) => {$(
+        #[unsafe(no_mangle)]
+        extern "C" fn $name(x: f64) -> f64 {
+            libm::$name(x)
+        }
+    )*};
 }
 
-/// `log(x)`: Lua's `math.log(x)`.
-#[unsafe(no_mangle)]
-extern "C" fn log(x: f64) -> f64 {
-    libm::log(x)
-}
-
-/// `log2(x)`: Lua's `math.log(x, 2)`.
-#[unsafe(no_mangle)]
-extern "C" fn log2(x: f64) -> f64 {
-    libm::log2(x)
-}
+// `math.exp`, `math.log(x)`, `math.log(x, 2)`, `math.sin`, `math.cos`, `math.tan`.
+from_libm!(exp, log, log2, sin, cos, tan);
 
 /// `pow(x, y)`: Lua's `x ^ y`.
 #[unsafe(no_mangle)]
 extern "C" fn pow(x: f64, y: f64) -> f64 {
     libm::pow(x, y)
-}
-
-/// `sin(x)`: Lua's `math.sin`.
-#[unsafe(no_mangle)]
-extern "C" fn sin(x: f64) -> f64 {
-    libm::sin(x)
-}
-
-/// `cos(x)`: Lua's `math.cos`.
-#[unsafe(no_mangle)]
-extern "C" fn cos(x: f64) -> f64 {
-    libm::cos(x)
-}
-
-/// `tan(x)`: Lua's `math.tan`.
-#[unsafe(no_mangle)]
-extern "C" fn tan(x: f64) -> f64 {
-    libm::tan(x)
 }
