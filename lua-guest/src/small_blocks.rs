@@ -33,7 +33,7 @@ const MAX_SMALL: usize = 256;
 const CLASSES: usize = MAX_SMALL / GRANULE;
 
 /// The most bytes the lists hold at once.
-pub const CACHE_LIMIT: usize = 64 * 1024;
+const CACHE_LIMIT: usize = 64 * 1024;
 
 /// The free lists. Not thread-safe: the owner serialises access (the guest is single
 /// threaded).
