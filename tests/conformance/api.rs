@@ -540,3 +540,108 @@ fn the_first_call_may_come_from_a_thread_outside_the_loading_runtime() {
         CallOutcome::Completed("called from a plain thread".to_string())
     );
 }
+
+/// Polls `call` once, without waiting: its outcome if it has one already.
+fn outcome_now(call: toolcell::Call) -> Option<CallOutcome> {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let mut call = std::pin::pin!(call);
+    match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(outcome) => Some(outcome),
+        Poll::Pending => None,
+    }
+}
+
+/// A call to an idle plugin runs its first step on the caller's thread: a call that
+/// ends there is complete when `call` returns. On this single-threaded runtime no other
+/// task can have run in between.
+#[tokio::test]
+async fn a_call_to_an_idle_plugin_is_complete_when_call_returns() {
+    let fixture = Fixture::new(&[("ok.lua", &tool("ok", r#"ctx:complete("ok " .. args.n)"#))]);
+    let runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "ok", r#"{"n":1}"#).await, "ok 1");
+    for n in 2..5 {
+        let call = runtime
+            .call("ok", &format!(r#"{{"n":{n}}}"#))
+            .expect("the call starts");
+        assert_eq!(
+            outcome_now(call),
+            Some(CallOutcome::Completed(format!("ok {n}")))
+        );
+    }
+}
+
+/// Calls made while a long call runs wait for it and then start in the order they were
+/// made, and a call whose first step waits on a timer still completes.
+#[tokio::test]
+async fn calls_made_while_a_long_call_runs_start_in_the_order_they_were_made() {
+    let plugin = r#"
+        local seen = {}
+        clm.tool_register("record", { invoke = function(args, ctx)
+          seen[#seen + 1] = args.n
+          ctx:complete(table.concat(seen, ","))
+        end })
+        clm.tool_register("spin", { invoke = function(_, ctx)
+          local sum = 0
+          for i = 1, 3000000 do sum = sum + i end
+          ctx:complete(tostring(sum))
+        end })
+        clm.tool_register("nap", { invoke = function(_, ctx)
+          clm.sleep(5)
+          ctx:complete("rested")
+        end })
+    "#;
+    let fixture = Fixture::new(&[("order.lua", plugin)]);
+    let runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "record", r#"{"n":0}"#).await, "0");
+    let spin = runtime.call("spin", "{}").expect("spin starts");
+    let records: Vec<_> = (1..=3)
+        .map(|n| {
+            runtime
+                .call("record", &format!(r#"{{"n":{n}}}"#))
+                .expect("record starts")
+        })
+        .collect();
+    let nap = runtime.call("nap", "{}").expect("nap starts");
+    // 1 + 2 + ... + 3000000
+    assert_eq!(
+        spin.await,
+        CallOutcome::Completed("4500001500000".to_string())
+    );
+    let mut outputs = Vec::new();
+    for record in records {
+        outputs.push(record.await);
+    }
+    assert_eq!(
+        outputs,
+        ["0,1", "0,1,2", "0,1,2,3"].map(|text| CallOutcome::Completed(text.to_string()))
+    );
+    assert_eq!(nap.await, CallOutcome::Completed("rested".to_string()));
+    assert_eq!(output(&runtime, "record", r#"{"n":4}"#).await, "0,1,2,3,4");
+}
+
+/// The first step of a call may start operations (here a timer, a task of the plugin's
+/// runtime) even when the call is made on a thread outside every runtime, as the CLI
+/// makes its call.
+#[test]
+fn a_call_made_outside_every_runtime_may_start_a_timer_in_its_first_step() {
+    let fixture = Fixture::new(&[(
+        "nap.lua",
+        &tool("nap", r#"clm.sleep(5) ctx:complete("rested " .. args.n)"#),
+    )]);
+    let loading = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let runtime = loading.block_on(fixture.load());
+    for n in 1..=3 {
+        let call = runtime
+            .call("nap", &format!(r#"{{"n":{n}}}"#))
+            .expect("the call starts");
+        assert_eq!(
+            loading.block_on(call),
+            CallOutcome::Completed(format!("rested {n}"))
+        );
+    }
+}

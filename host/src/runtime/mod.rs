@@ -285,6 +285,11 @@ impl Runtime {
     /// must be a JSON object that satisfies the tool's `params_schema`; otherwise the
     /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
     /// dropping it cancels the call.
+    ///
+    /// When the plugin is idle, the call's first step runs on this thread before `call`
+    /// returns (a trivial call is then already complete, and no other thread is woken);
+    /// plugin code that runs on past its first yield to the executor, a few
+    /// milliseconds, continues as a task of the runtime the plugin was loaded on.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
         let index = *self
             .by_name

@@ -1,5 +1,5 @@
-//! One plugin, one sandbox: a wasmtime component instance in its own `Store`, owned by
-//! one actor task.
+//! One plugin, one sandbox: a wasmtime component instance in its own `Store`, whose
+//! steps take turns under the plugin's supervisor.
 //!
 //! - `state`: what the store holds and the host services the plugin imports;
 //! - `ops`: the plugin's asynchronous operations (HTTP, timers);
@@ -7,14 +7,18 @@
 //! - `instance`: creating an instance, loading the plugin, and running steps under
 //!   fuel and deadline backstops;
 //! - `turns`: instances are created one at a time (cheaper page faults);
-//! - `actor`: the task that owns the instance, serialises its steps, delivers operation
-//!   outcomes, enforces call deadlines and restarts the instance after a crash.
+//! - `supervisor`: the instance and its calls in flight: starts calls, delivers
+//!   operation outcomes, expires and cancels calls, restarts the instance after a crash;
+//! - `actor`: how calls reach the supervisor: on the caller's thread when the plugin is
+//!   idle, otherwise through the plugin's actor task, which also delivers operation
+//!   outcomes and watches deadlines.
 
 mod actor;
 mod instance;
 mod limiter;
 mod ops;
 mod state;
+mod supervisor;
 mod turns;
 
 use std::collections::HashMap;
@@ -23,9 +27,10 @@ use std::sync::{Arc, OnceLock};
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
-pub use actor::{CallOutcome, PluginHandle, spawn_plugin};
+pub use actor::{PluginHandle, spawn_plugin};
 pub use instance::{LoadFailure, PluginPre};
 pub use state::StoreState;
+pub use supervisor::CallOutcome;
 
 use crate::debug_log::DebugLog;
 use crate::files::{FileAccess, FileRoot};
