@@ -32,8 +32,8 @@ enum Command {
         call: CallId,
         reason: String,
     },
-    /// A call started on its caller's thread is in flight: its deadline is the
-    /// actor's to watch.
+    /// A call started on its caller's thread is in flight with a deadline before
+    /// the one the actor watches.
     Watch,
 }
 
@@ -119,7 +119,7 @@ impl PluginHandle {
         let watcher = shared.clone();
         let mut step = Box::pin(async move {
             supervisor.start(request).await;
-            if supervisor.is_in_flight(call) {
+            if supervisor.needs_watching(call) {
                 drop(supervisor);
                 let _ = watcher.send_to_actor(Command::Watch);
             }
@@ -241,7 +241,7 @@ impl Actor {
         let mut next_deadline = {
             let mut supervisor = self.supervisor.lock().await;
             supervisor.connect(events_tx);
-            supervisor.next_deadline()
+            supervisor.watch_next_deadline()
         };
         loop {
             let work = tokio::select! {
@@ -268,7 +268,7 @@ impl Actor {
                 Work::Event(event) => supervisor.deliver(event).await,
                 Work::Deadline => supervisor.expire().await,
             }
-            next_deadline = supervisor.next_deadline();
+            next_deadline = supervisor.watch_next_deadline();
         }
     }
 }

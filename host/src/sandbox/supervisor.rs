@@ -78,6 +78,9 @@ pub struct Supervisor {
     /// Where the instance's operations send their outcomes: the plugin's actor, once
     /// it runs.
     events: Option<Arc<UnboundedSender<OpEvent>>>,
+    /// The deadline the actor sleeps until (none: no call was in flight when it last
+    /// looked).
+    watched: Option<Instant>,
 }
 
 impl Supervisor {
@@ -91,6 +94,7 @@ impl Supervisor {
             crashes: VecDeque::new(),
             disabled: None,
             events: None,
+            watched: None,
         }
     }
 
@@ -108,14 +112,18 @@ impl Supervisor {
         self.events.is_some()
     }
 
-    /// The earliest deadline of a call in flight.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.calls.values().map(|call| call.deadline).min()
+    /// The earliest deadline of a call in flight, which the actor watches from now on.
+    pub fn watch_next_deadline(&mut self) -> Option<Instant> {
+        self.watched = self.calls.values().map(|call| call.deadline).min();
+        self.watched
     }
 
-    /// Whether `call` is in flight: started, and waiting for an operation.
-    pub fn is_in_flight(&self, call: CallId) -> bool {
-        self.calls.contains_key(&call)
+    /// Whether `call` is in flight with a deadline before the one the actor watches,
+    /// so that the actor must be told to look again.
+    pub fn needs_watching(&self, call: CallId) -> bool {
+        self.calls
+            .get(&call)
+            .is_some_and(|call| self.watched.is_none_or(|watched| call.deadline < watched))
     }
 
     /// Runs the first step of a call; its outcome is sent once it ends.
