@@ -509,6 +509,15 @@ async fn hidden_tools_can_still_be_called() {
     ));
 }
 
+/// A runtime of its own for a test that calls from outside it.
+fn one_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// A plugin's actor starts with its first call and runs on the runtime that loaded the
 /// plugin, even when that call comes from a thread outside it.
 #[test]
@@ -517,11 +526,7 @@ fn the_first_call_may_come_from_a_thread_outside_the_loading_runtime() {
         "echo.lua",
         &tool("echo", r#"ctx:complete("called from " .. args.caller)"#),
     )]);
-    let loading = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let loading = one_worker_runtime();
     let runtime = loading.block_on(fixture.load());
     let outcome = std::thread::spawn(move || {
         let call = runtime
@@ -629,11 +634,7 @@ fn a_call_made_outside_every_runtime_may_start_a_timer_in_its_first_step() {
         "nap.lua",
         &tool("nap", r#"clm.sleep(5) ctx:complete("rested " .. args.n)"#),
     )]);
-    let loading = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let loading = one_worker_runtime();
     let runtime = loading.block_on(fixture.load());
     for n in 1..=3 {
         let call = runtime
