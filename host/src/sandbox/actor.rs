@@ -88,7 +88,7 @@ impl PluginHandle {
         let Err(request) = self.run_here(request) else {
             return outcome;
         };
-        if let Err(Command::Start(request)) = self.send(Command::Start(request)) {
+        if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
             let _ = request.reply.send(CallOutcome::Failed(format!(
                 "plugin '{}' is not running",
                 self.name
@@ -99,7 +99,7 @@ impl PluginHandle {
 
     /// Cancels call `call` if it is still in flight; it fails with `reason`.
     pub fn cancel(&self, call: CallId, reason: &str) {
-        let _ = self.send(Command::Cancel {
+        let _ = self.shared.send_to_actor(Command::Cancel {
             call,
             reason: reason.to_string(),
         });
@@ -137,43 +137,21 @@ impl PluginHandle {
         }
         Ok(())
     }
-
-    /// Sends `command` to the actor. The first `Start` starts the actor (before it, no
-    /// call is in flight, so there is nothing to cancel). Gives the command back if the
-    /// actor is not running.
-    fn send(&self, command: Command) -> Result<(), Command> {
-        if matches!(command, Command::Start(_)) {
-            self.shared.start_actor();
-        }
-        self.shared.send_to_actor(command)
-    }
 }
 
 impl Shared {
-    /// Starts the actor, unless it runs already.
-    fn start_actor(&self) {
-        let mut commands = self.lock_commands();
-        if commands.is_some() {
-            return;
-        }
-        let (events_tx, events) = mpsc::unbounded_channel();
-        let (commands_tx, commands_rx) = mpsc::unbounded_channel();
-        let actor = Actor {
-            supervisor: self.supervisor.clone(),
-            queued_starts: self.queued_starts.clone(),
-        };
-        self.runtime
-            .spawn(actor.run(commands_rx, Arc::new(events_tx), events));
-        *commands = Some(commands_tx);
-    }
-
-    /// Sends `command` to the running actor; gives it back if there is none.
+    /// Sends `command` to the actor. The first `Start` starts the actor (before it, no
+    /// call is in flight, so there is nothing to cancel or watch). Gives the command
+    /// back if the actor is not running.
     fn send_to_actor(&self, command: Command) -> Result<(), Command> {
-        let commands = self.lock_commands();
+        let mut commands = self.lock_commands();
+        let start = matches!(command, Command::Start(_));
+        if start && commands.is_none() {
+            *commands = Some(self.spawn_actor());
+        }
         let Some(commands) = commands.as_ref() else {
             return Err(command);
         };
-        let start = matches!(command, Command::Start(_));
         if start {
             self.queued_starts.fetch_add(1, Ordering::AcqRel);
         }
@@ -185,6 +163,19 @@ impl Shared {
                 }
                 command
             })
+    }
+
+    /// Makes the actor's channels and spawns its task; returns where its commands go.
+    fn spawn_actor(&self) -> UnboundedSender<Command> {
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let actor = Actor {
+            supervisor: self.supervisor.clone(),
+            queued_starts: self.queued_starts.clone(),
+        };
+        self.runtime
+            .spawn(actor.run(commands_rx, Arc::new(events_tx), events));
+        commands_tx
     }
 
     fn lock_commands(&self) -> std::sync::MutexGuard<'_, Option<UnboundedSender<Command>>> {
@@ -218,7 +209,9 @@ pub async fn spawn_plugin(
 }
 
 /// The task that runs a plugin's queued calls, delivers its operations' outcomes and
-/// expires its calls in flight.
+/// expires its calls in flight. It holds the supervisor, not the handles' `Shared`:
+/// that holds the actor's command sender, and the actor stops when the last handle
+/// goes and the channel closes.
 struct Actor {
     supervisor: Arc<tokio::sync::Mutex<Supervisor>>,
     queued_starts: Arc<AtomicUsize>,
