@@ -45,6 +45,9 @@ const MAC_MARKER: &[u8; 16] = b"toolcell-mac-v1\n";
 /// The length of the trailer (marker and MAC) after an entry's compiled bytes.
 const TRAILER_LEN: usize = MAC_MARKER.len() + blake3::OUT_LEN;
 
+/// Why an entry without a MAC is not loaded.
+const NO_MAC: &str = "it carries no MAC (written by an older toolcell, or by someone else)";
+
 /// Where compiled components are kept, if anywhere.
 #[derive(Clone, Debug)]
 pub struct CodeCache {
@@ -225,7 +228,7 @@ fn lookup(engine: &Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
         Err(error) => return Lookup::Untrusted(format!("it cannot be read: {error}")),
     };
     if length < TRAILER_LEN as u64 {
-        return Lookup::Untrusted("it carries no MAC".to_string());
+        return Lookup::Untrusted(NO_MAC.to_string());
     }
     // SAFETY: the mapping is read-only and dropped before this function returns. The
     // file lies in a directory only this user can write, and every writer replaces
@@ -238,7 +241,7 @@ fn lookup(engine: &Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
     let (body, trailer) = mapped.split_at(mapped.len() - TRAILER_LEN);
     let (marker, stored) = trailer.split_at(MAC_MARKER.len());
     if marker != MAC_MARKER {
-        return Lookup::Untrusted("it carries no MAC".to_string());
+        return Lookup::Untrusted(NO_MAC.to_string());
     }
     let stored: [u8; blake3::OUT_LEN] = stored.try_into().unwrap_or([0; blake3::OUT_LEN]);
     // `blake3::Hash` compares in constant time.
