@@ -2492,19 +2492,7 @@ end })
             .arg(tool))
     };
     call_with_cache("bump").assert_completed("1");
-    let prepared: Vec<String> = fs::read_dir(cache.path())
-        .expect("the cache directory exists")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|name| name.contains("-prepared-"))
-        .collect();
-    assert_eq!(prepared.len(), 1, "one prepared Lua runtime: {prepared:?}");
-    let entry = cache.path().join(&prepared[0]);
+    let entry = cache.path().join(prepared_entry(cache.path()));
     let modified = fs::metadata(&entry)
         .and_then(|m| m.modified())
         .expect("mtime");
