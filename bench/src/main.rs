@@ -53,17 +53,10 @@ enum Command {
 /// Engine settings to vary, to measure what each costs or buys.
 #[derive(clap::Args, Clone, Copy, Default)]
 pub struct EngineFlags {
-    /// Turn fuel metering off; epoch interruption then enforces the hard deadline.
+    /// Turn fuel metering off, and with it the CPU cap per call and the hard deadline:
+    /// the cost of wasm alone.
     #[arg(long)]
     no_fuel: bool,
-    /// Enforce the hard deadline with epoch interruption even with fuel on (the
-    /// setting toolcell had before fuel yields took its place).
-    #[arg(long, conflicts_with = "no_epoch")]
-    epoch: bool,
-    /// With --no-fuel: no epoch interruption either, so no hard deadline (the cost of
-    /// wasm alone).
-    #[arg(long, requires = "no_fuel")]
-    no_epoch: bool,
     /// Allocate instances on demand instead of from the pooling allocator.
     #[arg(long)]
     no_pooling: bool,
@@ -81,7 +74,6 @@ impl EngineFlags {
     fn apply(self) {
         let options = toolcell::engine::Options {
             fuel: !self.no_fuel,
-            epoch: self.epoch || (self.no_fuel && !self.no_epoch),
             pooling: !self.no_pooling,
             perf_map: self.perf_map,
             snapshot: !self.no_snapshot,
@@ -93,8 +85,6 @@ impl EngineFlags {
     pub fn args(self) -> Vec<&'static str> {
         [
             (self.no_fuel, "--no-fuel"),
-            (self.epoch, "--epoch"),
-            (self.no_epoch, "--no-epoch"),
             (self.no_pooling, "--no-pooling"),
             (self.no_snapshot, "--no-snapshot"),
             (self.perf_map, "--perf-map"),

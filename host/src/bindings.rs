@@ -1,6 +1,6 @@
 //! Rust bindings of the `toolcell:plugin` WIT world (`wit/plugin.wit`).
 //!
-//! Exports are async so a long step can yield to tokio at every epoch tick; the file
+//! Exports are async so a long step can yield to tokio at every fuel yield; the file
 //! imports are async so disk I/O runs off the executor's threads.
 
 wasmtime::component::bindgen!({

@@ -2,7 +2,6 @@
 //! the host so its hard deadline can be checked.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -14,19 +13,13 @@ use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAlloc
 /// kept about as rare as the 10 ms epoch ticks they replace.
 pub const FUEL_YIELD_INTERVAL: u64 = 50_000_000;
 
-/// How often the engine's epoch advances, when epoch interruption stands in for fuel
-/// yields (fuel metering off, benchmarks only).
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-
 /// Engine settings a benchmark may vary; the defaults are what toolcell runs with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// Fuel metering (the deterministic CPU cap per call). Running code also yields
-    /// every `FUEL_YIELD_INTERVAL` units, which is when its hard deadline is checked.
+    /// Fuel metering: the deterministic CPU cap per call, and the yields every
+    /// `FUEL_YIELD_INTERVAL` units at which a step's hard deadline is checked. Off only
+    /// to measure what it costs: plugins then run with neither backstop.
     pub fuel: bool,
-    /// Epoch interruption: yields at every `EPOCH_TICK` instead. Needed for the hard
-    /// deadline only when fuel metering is off.
-    pub epoch: bool,
     /// Write /tmp/perf-PID.map so `perf` can name compiled wasm functions.
     pub perf_map: bool,
     /// The pooling instance allocator (instances, memories and fiber stacks are reused
@@ -41,7 +34,6 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             fuel: true,
-            epoch: false,
             perf_map: false,
             pooling: true,
             snapshot: true,
@@ -111,8 +103,7 @@ fn engine_config(options: Options, pooling: bool) -> Config {
         .wasm_component_model(true)
         .wasm_exceptions(true)
         .concurrency_support(false)
-        .consume_fuel(options.fuel)
-        .epoch_interruption(options.epoch);
+        .consume_fuel(options.fuel);
     if options.perf_map {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
@@ -146,7 +137,6 @@ pub fn run_once_engine() -> wasmtime::Result<Engine> {
     let mut config = engine_config(
         Options {
             fuel: true,
-            epoch: false,
             ..options()
         },
         false,
@@ -155,37 +145,16 @@ pub fn run_once_engine() -> wasmtime::Result<Engine> {
     Engine::new(&config)
 }
 
-/// The process-wide engine, created on first use (with its epoch ticker, when epoch
-/// interruption is on).
+/// The process-wide engine, created on first use.
 ///
 /// One engine serves every runtime of the process: compiled code and the instance pool
 /// are shared, and a second runtime starts without recompiling.
 pub fn shared() -> Result<&'static Engine, String> {
     static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
     ENGINE
-        .get_or_init(|| {
-            let engine = new_engine().map_err(|error| format!("{error:#}"))?;
-            if options().epoch {
-                start_ticker(engine.clone())
-                    .map_err(|error| format!("cannot start the epoch ticker: {error}"))?;
-            }
-            Ok(engine)
-        })
+        .get_or_init(|| new_engine().map_err(|error| format!("{error:#}")))
         .as_ref()
         .map_err(Clone::clone)
-}
-
-/// Advances the engine's epoch every `EPOCH_TICK`, for the life of the process.
-fn start_ticker(engine: Engine) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("toolcell-epoch".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
-            }
-        })?;
-    Ok(())
 }
 
 /// One line naming the engine settings that matter for speed, for benchmark reports.
@@ -194,15 +163,14 @@ pub fn describe() -> String {
     let on = |flag: bool| if flag { "on" } else { "OFF" };
     let pooling = POOLING_ACTIVE.get().copied().unwrap_or(options.pooling);
     let allocator = if pooling { "pooling" } else { "on-demand" };
-    let deadline = match (options.fuel, options.epoch) {
-        (_, true) => "hard deadline checked at epoch ticks",
-        (true, false) => "hard deadline checked at fuel yields",
-        (false, false) => "NO hard deadline",
+    let deadline = if options.fuel {
+        "hard deadline checked at fuel yields"
+    } else {
+        "NO hard deadline"
     };
     format!(
-        "fuel {}, epoch interruption {}, {deadline}, {allocator} instance allocator, Lua runtime snapshot {}, Cranelift opt speed",
+        "fuel {}, {deadline}, {allocator} instance allocator, Lua runtime snapshot {}, Cranelift opt speed",
         on(options.fuel),
-        if options.epoch { "on" } else { "off" },
         on(options.snapshot),
     )
 }

@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::InstancePre;
-use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Engine, Store, Trap};
 
 use super::PluginContext;
 use super::ops::Operations;
@@ -69,7 +69,7 @@ impl std::fmt::Display for LoadFailure {
 #[derive(Debug, Clone)]
 pub struct Crash(pub String);
 
-/// A step overran its hard deadline (seen at a fuel yield or an epoch tick).
+/// A step overran its hard deadline (seen at a fuel yield).
 #[derive(Debug)]
 struct HardDeadline;
 
@@ -113,17 +113,8 @@ impl Instance {
                 .fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL))
                 .map_err(|error| LoadFailure::Crashed(format!("{error:#}")))?;
         }
-        if engine.epoch {
-            store.epoch_deadline_callback(|store| {
-                if Instant::now() >= store.data().hard_deadline {
-                    Err(wasmtime::Error::new(HardDeadline))
-                } else {
-                    Ok(UpdateDeadline::Yield(1))
-                }
-            });
-        }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
-        arm(&mut store, limits.fuel, hard_deadline);
+        refuel(&mut store, limits.fuel);
         let plugin = until(hard_deadline, pre.pre.instantiate_async(&mut store))
             .await
             .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0).0))?;
@@ -223,7 +214,7 @@ impl Instance {
     /// deadline (the deadline plus the grace period).
     fn prepare(&mut self, fuel: u64, deadline: Instant) -> Instant {
         let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
-        arm(&mut self.store, fuel, hard_deadline);
+        refuel(&mut self.store, fuel);
         self.refusals_before_step = self.store.data().cap.refusals();
         hard_deadline
     }
@@ -263,18 +254,15 @@ impl Instance {
     }
 }
 
-/// Arms the backstops for the next step: the fuel it may burn and the instant after
-/// which it is stopped.
-fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
+/// Gives the next step the fuel it may burn (its hard deadline is `until`'s).
+fn refuel(store: &mut Store<StoreState>, fuel: u64) {
     // Fuel is only unavailable when metering is off (benchmarks can turn it off).
     let _ = store.set_fuel(fuel);
-    store.data_mut().hard_deadline = hard_deadline;
-    store.set_epoch_deadline(1);
 }
 
 /// Runs one step of plugin code, stopping it at `hard_deadline`. Running wasm yields
-/// to the executor every `engine::FUEL_YIELD_INTERVAL` units of fuel (or at epoch
-/// ticks, when those stand in); each time, the deadline is checked. A step stopped
+/// to the executor every `engine::FUEL_YIELD_INTERVAL` units of fuel; each time, the
+/// deadline is checked. A step stopped
 /// this way is dropped mid-flight, which unwinds its fiber: the instance is then
 /// replaced, as after any trap.
 async fn until<R>(

@@ -2,7 +2,7 @@
 //! plugin imports.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -24,9 +24,6 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
-    /// The step running now must end by this instant, or it is stopped (at a fuel yield,
-    /// or at an epoch tick when epoch interruption stands in for fuel yields).
-    pub(super) hard_deadline: Instant,
 }
 
 impl StoreState {
@@ -48,7 +45,6 @@ impl StoreState {
             cap,
             plugin,
             ops,
-            hard_deadline: Instant::now(),
         }
     }
 }
