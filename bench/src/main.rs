@@ -70,15 +70,22 @@ pub struct EngineFlags {
 }
 
 impl EngineFlags {
-    /// Configures the engine (before anything uses it).
-    fn apply(self) {
-        let options = toolcell::engine::Options {
+    /// The engine options these flags ask for, without a compiled-code cache.
+    pub fn options(self) -> toolcell::engine::Options {
+        toolcell::engine::Options {
             fuel: !self.no_fuel,
             pooling: !self.no_pooling,
             perf_map: self.perf_map,
             snapshot: !self.no_snapshot,
-        };
-        toolcell::engine::configure(options).expect("the engine is configured first");
+            ..toolcell::engine::Options::default()
+        }
+    }
+
+    /// The engine these flags ask for, with the compiled-code cache the `toolcell`
+    /// command uses: every runtime of one measurement runs on it, as every runtime of
+    /// an embedding agent would.
+    pub fn engine(self) -> toolcell::Engine {
+        toolcell::cli::environment::engine(self.options()).expect("the engine")
     }
 
     /// The same flags, for a child process.
@@ -104,7 +111,6 @@ fn main() -> anyhow::Result<()> {
             only,
             engine,
         } => {
-            engine.apply();
             let options = compare::Options {
                 runs,
                 calls,
@@ -113,10 +119,7 @@ fn main() -> anyhow::Result<()> {
             };
             block_on(compare::run(&options))
         }
-        Command::Probe { kind, engine } => {
-            engine.apply();
-            block_on(probe::run(&kind))
-        }
+        Command::Probe { kind, engine } => block_on(probe::run(&kind, engine)),
     }
 }
 

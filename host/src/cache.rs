@@ -88,20 +88,6 @@ impl CodeCache {
         }
     }
 
-    /// The default location: `$TOOLCELL_CACHE_DIR`, else `$XDG_CACHE_HOME/toolcell`,
-    /// else `~/.cache/toolcell`; `TOOLCELL_CACHE_DIR=off` disables caching.
-    pub fn from_env() -> Self {
-        let dir = match std::env::var_os("TOOLCELL_CACHE_DIR") {
-            Some(dir) if dir == "off" => None,
-            Some(dir) => Some(PathBuf::from(dir)),
-            None => std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-                .map(|base| base.join("toolcell")),
-        };
-        CodeCache::new(dir)
-    }
-
     /// The cache directory, if caching is on (whether or not it is usable).
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()

@@ -1,12 +1,10 @@
 //! The Lua runtime component, built from `lua-guest/` by the build script and embedded
 //! here so the `toolcell` binary is self-contained.
 
-use tokio::sync::OnceCell;
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Component;
 
 use crate::cache::CodeCache;
-use crate::sandbox::{self, PluginPre, StoreState};
 
 /// The Lua guest component (a `toolcell:plugin` world component).
 pub static LUA_GUEST_WASM: &[u8] = include_bytes!(env!("TOOLCELL_LUA_GUEST_WASM"));
@@ -14,38 +12,13 @@ pub static LUA_GUEST_WASM: &[u8] = include_bytes!(env!("TOOLCELL_LUA_GUEST_WASM"
 /// SHA-256 of [`LUA_GUEST_WASM`], computed at build time (the compiled-code cache key).
 pub const LUA_GUEST_SHA256: &str = env!("TOOLCELL_LUA_GUEST_SHA256");
 
-/// The Lua guest, prepared and compiled (or read from `cache`) and linked against the
-/// host, once per process. The first caller prepares and compiles on the blocking pool;
-/// every later load only clones the linked guest, without leaving its task.
-pub async fn lua_pre(
-    engine: &Engine,
-    cache: &CodeCache,
-    linker: &'static Linker<StoreState>,
-) -> Result<PluginPre, String> {
-    static PRE: OnceCell<Result<PluginPre, String>> = OnceCell::const_new();
-    PRE.get_or_init(|| {
-        let (engine, cache) = (engine.clone(), cache.clone());
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let component = compile(&engine, &cache).map_err(|error| {
-                    format!("the embedded Lua runtime does not compile: {error:#}")
-                })?;
-                sandbox::link(linker, &component)
-            })
-            .await
-            .map_err(|error| format!("compiling the Lua runtime was interrupted: {error}"))?
-        }
-    })
-    .await
-    .clone()
-}
-
-/// The Lua guest compiled, prepared when that pays. The snapshot costs a second
-/// compilation (about 0.6 s) and saves about 0.2 ms per plugin load, so it is made only
-/// when the cache keeps it. It is an optimisation: if preparing fails, plugins still
-/// run on the plain guest, which builds its Lua state in `load`.
-fn compile(engine: &Engine, cache: &CodeCache) -> wasmtime::Result<Component> {
-    if crate::engine::options().snapshot && cache.is_usable() {
+/// The Lua guest compiled, prepared when `snapshot` asks for it and that pays. The
+/// snapshot costs a second compilation and saves a fraction of a millisecond per plugin
+/// load (docs/performance.md), so it is made only when the cache keeps it. It is an
+/// optimisation: if preparing fails, plugins still run on the plain guest, which builds
+/// its Lua state in `load`.
+pub fn compile(engine: &Engine, cache: &CodeCache, snapshot: bool) -> wasmtime::Result<Component> {
+    if snapshot && cache.is_usable() {
         match cache.get_or_compile(engine, prepared_key, || prepare(engine)) {
             Ok(component) => return Ok(component),
             Err(error) => tracing::warn!(

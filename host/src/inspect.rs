@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::artifact::Artifact;
-use crate::cache::{CodeCache, sha256_hex};
+use crate::cache::sha256_hex;
+use crate::engine::Engine;
 use crate::files::FileAccess;
 use crate::manifest::{self, Manifest};
 use crate::signature::{self, PublicKey, TrustPolicy};
@@ -61,8 +62,8 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Inspects the plugin file `path` (`*.lua` or `*.wasm`).
-pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
+/// Inspects the plugin file `path` (`*.lua` or `*.wasm`), loading it on `engine`.
+pub async fn inspect(path: &Path, engine: &Engine) -> Result<Report, String> {
     let bytes =
         std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let is_lua = path.extension().is_some_and(|extension| extension == "lua");
@@ -116,8 +117,7 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
         .root(std::env::temp_dir())
         .file_access(FileAccess::None)
         .trust(TrustPolicy::default())
-        .debug_log(None)
-        .cache(cache)
+        .engine(engine.clone())
         .build()
         .await
         .map_err(|error| error.to_string())?;

@@ -35,6 +35,7 @@ pub mod trusted;
 mod validation;
 pub mod wit_version;
 
+pub use engine::Engine;
 pub use runtime::{
     BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
     RuntimeBuilder, Severity, ToolInfo,

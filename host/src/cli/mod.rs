@@ -6,6 +6,7 @@
 
 mod call;
 mod check;
+pub mod environment;
 mod inspect;
 mod list;
 mod pack;
@@ -19,6 +20,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, HttpSection};
+use crate::engine::Options;
 use crate::files::FileAccess;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
@@ -115,7 +117,10 @@ impl PluginArgs {
         runtime: &tokio::runtime::Runtime,
         extra_dirs: &[PathBuf],
     ) -> Result<Runtime, String> {
-        let mut builder = RuntimeBuilder::default();
+        let engine = environment::engine(Options::default()).map_err(|error| error.to_string())?;
+        let mut builder = RuntimeBuilder::default()
+            .engine(engine)
+            .debug_log(environment::debug_log());
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
         }

@@ -4,22 +4,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
-
 use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
+use crate::engine::Engine;
 use crate::files::FileAccess;
 use crate::grants::{self, Allowed};
-use crate::guest;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
 use crate::manifest::Manifest;
-use crate::sandbox::{
-    self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices, StoreState,
-};
+use crate::sandbox::{self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices};
 use crate::signature::TrustPolicy;
 use crate::source::{self, Admission, Code, Refusal};
 
@@ -78,29 +73,28 @@ impl LoadReport {
 /// of a runtime.
 pub(super) struct Loader {
     engine: Engine,
-    linker: &'static Linker<StoreState>,
+    /// The engine's cache, or none when this runtime may not use it.
     cache: CodeCache,
     services: SharedServices,
     policy: Arc<Policy>,
 }
 
 impl Loader {
-    /// A loader for the runtime being built: `services` are shared by every plugin,
-    /// `policy` says what each may be granted.
+    /// A loader for the runtime being built: plugins run on `engine`, compiled code is
+    /// kept in `cache`, `services` are shared by every plugin, `policy` says what each
+    /// may be granted.
     pub fn new(
         engine: Engine,
         cache: CodeCache,
         services: SharedServices,
         policy: Policy,
-    ) -> Result<Loader, String> {
-        let linker = sandbox::linker(&engine)?;
-        Ok(Loader {
+    ) -> Loader {
+        Loader {
             engine,
-            linker,
             cache,
             services,
             policy: Arc::new(policy),
-        })
+        }
     }
 
     /// Loads `file` into a fresh sandbox and prepares its tools (names and schemas
@@ -151,7 +145,7 @@ impl Loader {
             )
         }));
         let pre = match source.code {
-            Code::EmbeddedLua => guest::lua_pre(&self.engine, &self.cache, self.linker).await,
+            Code::EmbeddedLua => self.engine.lua_guest(&self.cache).await,
             Code::Component { bytes, digest } => self.component_pre(bytes, digest).await,
         };
         let outcome = match pre {
@@ -190,16 +184,12 @@ impl Loader {
         let (engine, cache) = (self.engine.clone(), self.cache.clone());
         let component = tokio::task::spawn_blocking(move || {
             cache
-                .component(&engine, &bytes, Some(&digest))
+                .component(engine.wasmtime(), &bytes, Some(&digest))
                 .map_err(|error| format!("not a valid wasm component: {error:#}"))
         })
         .await
         .map_err(|error| format!("compiling was interrupted: {error}"))??;
-        self.pre_of(&component)
-    }
-
-    fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
-        sandbox::link(self.linker, component)
+        self.engine.link(&component)
     }
 }
 

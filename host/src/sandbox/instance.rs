@@ -19,17 +19,26 @@ use crate::bindings::{
 use crate::clock;
 use crate::limits::format_bytes;
 
+/// How much fuel running plugin code burns between two yields to the async executor,
+/// where its hard deadline is checked: a few milliseconds of Lua. Each yield wakes an
+/// idle tokio worker, so yields are kept that rare (docs/performance.md).
+const FUEL_YIELD_INTERVAL: u64 = 50_000_000;
+
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
 pub struct PluginPre {
     pre: BindingsPre<StoreState>,
+    /// Whether its engine meters fuel.
+    metered: bool,
 }
 
 impl PluginPre {
-    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world).
-    pub fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world, on
+    /// an engine that meters fuel when `metered`).
+    pub fn new(pre: InstancePre<StoreState>, metered: bool) -> wasmtime::Result<Self> {
         Ok(PluginPre {
             pre: BindingsPre::new(pre)?,
+            metered,
         })
     }
 
@@ -107,10 +116,9 @@ impl Instance {
         let limits = &context.limits;
         let mut store = Store::new(pre.engine(), StoreState::new(context.clone()));
         store.limiter(|state| &mut state.cap);
-        let engine = crate::engine::options();
-        if engine.fuel {
+        if pre.metered {
             store
-                .fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL))
+                .fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))
                 .map_err(|error| LoadFailure::Crashed(format!("{error:#}")))?;
         }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
@@ -261,7 +269,7 @@ fn refuel(store: &mut Store<StoreState>, fuel: u64) {
 }
 
 /// Runs one step of plugin code, stopping it at `hard_deadline`. Running wasm yields
-/// to the executor every `engine::FUEL_YIELD_INTERVAL` units of fuel; each time, the
+/// to the executor every `FUEL_YIELD_INTERVAL` units of fuel; each time, the
 /// deadline is checked. A step stopped
 /// this way is dropped mid-flight, which unwinds its fiber: the instance is then
 /// replaced, as after any trap.

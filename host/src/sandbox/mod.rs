@@ -39,25 +39,25 @@ use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
-/// and the toolcell host services. Built once per process.
-pub fn linker(engine: &Engine) -> Result<&'static Linker<StoreState>, String> {
-    static LINKER: OnceLock<Result<Linker<StoreState>, String>> = OnceLock::new();
-    LINKER
-        .get_or_init(|| {
-            let mut linker = Linker::new(engine);
-            state::add_to_linker(&mut linker).map_err(|error| format!("{error:#}"))?;
-            Ok(linker)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+/// and the toolcell host services. The engine (`crate::engine`) makes one and keeps it.
+pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
+    let mut linker = Linker::new(engine);
+    state::add_to_linker(&mut linker)?;
+    Ok(linker)
 }
 
 /// Links `component` against the host, checking that it fits the plugin world.
-pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<PluginPre, String> {
+/// `metered` says whether the engine meters fuel (then running code yields to check
+/// its hard deadline).
+pub fn link(
+    linker: &Linker<StoreState>,
+    component: &Component,
+    metered: bool,
+) -> Result<PluginPre, String> {
     let pre = linker.instantiate_pre(component).map_err(|error| {
         format!("the component does not fit toolcell's plugin world: {error:#}")
     })?;
-    PluginPre::new(pre)
+    PluginPre::new(pre, metered)
         .map_err(|error| format!("the component does not export the plugin interface: {error:#}"))
 }
 
