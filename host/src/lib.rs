@@ -5,10 +5,16 @@
 //! own memory cap, fuel budget and deadlines, and reaches files and the network only
 //! through host services that check every access. [`Runtime`] is the embedding API;
 //! the `toolcell` binary is a thin CLI over it.
+//!
+//! Cargo features add the command's parts to the library, which runs plugins with
+//! none of them: `http` (plugins' HTTP requests), `signing` (Ed25519 signatures),
+//! `watch` (hot reload), `mcp` (the MCP server) and `cli` (the command, with all of
+//! the others; the default).
 
 pub mod artifact;
 mod bindings;
 pub mod cache;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod clock;
 pub mod config;
@@ -22,8 +28,10 @@ pub mod inspect;
 pub mod integrity;
 pub mod limits;
 pub mod manifest;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod pack;
+#[cfg(feature = "watch")]
 pub mod reload;
 mod runtime;
 mod sandbox;

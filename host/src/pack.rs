@@ -174,6 +174,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "signing")]
     fn re_packing_replaces_the_manifest_and_drops_signatures() {
         let first = pack_lua(b"return 1", &Manifest::clm_default("one")).expect("packs");
         let key = crate::signature::SecretKey::generate();

@@ -18,7 +18,7 @@ use crate::guest::LUA_GUEST_WASM;
 use crate::integrity::Pins;
 use crate::manifest::{self, Manifest};
 use crate::runtime::{DiagnosticKind, Severity};
-use crate::signature::{TrustPolicy, UnsignedPolicy, Verdict};
+use crate::signature::{SIGNING_UNAVAILABLE, TrustPolicy, UnsignedPolicy, Verdict};
 use crate::wit_version;
 
 /// The code of a plugin.
@@ -163,6 +163,17 @@ fn read_component(bytes: &[u8], admission: &Admission<'_>) -> Result<Source, Ref
             ));
         }
         Verdict::Unsigned => {}
+        Verdict::Unchecked => {
+            let message = format!("its signatures were not checked: {SIGNING_UNAVAILABLE}");
+            if refuses_unsigned {
+                return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
+            }
+            warnings.push((
+                DiagnosticKind::SignatureUntrusted,
+                Severity::Warning,
+                message,
+            ));
+        }
         Verdict::Untrusted(keys) => {
             let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
             let message = format!(
