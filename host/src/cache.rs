@@ -18,10 +18,10 @@
 //! half a file.
 //!
 //! wasmtime has a built-in cache (`Config::cache`); this one exists because it loads an
-//! entry with `Component::deserialize_file` (mapped, ~0.2 ms) instead of decompressing
-//! it, which is most of a warm start. The MAC is checked over the mapped file (one pass
-//! of BLAKE3, about 0.5 ms for the 3 MB Lua runtime), and the same open file is then
-//! handed to wasmtime, so the bytes checked are the bytes mapped.
+//! entry with `Component::deserialize_file` (mapped) instead of decompressing it, which
+//! would be most of a warm start. The MAC is checked over the mapped file (one pass of
+//! BLAKE3; docs/security.md gives its cost), and the same open file is then handed to
+//! wasmtime, so the bytes checked are the bytes mapped.
 
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -194,8 +194,8 @@ impl Loader {
 }
 
 /// Plugin files up to this size are read on the loading thread: reading a few KiB costs
-/// less than handing the read to the blocking pool and back, two thread wake-ups that
-/// took 30-90 µs of a 230 µs plugin load on the benchmark machine.
+/// less than handing the read to the blocking pool and back, two thread wake-ups
+/// (docs/performance.md).
 const READ_INLINE_MAX_BYTES: u64 = 64 * 1024;
 
 /// Whether `path` is a regular file small enough to read without leaving the async
