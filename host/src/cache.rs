@@ -30,7 +30,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
-use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// The name of the MAC key's file inside the cache directory.
@@ -97,7 +96,7 @@ impl CodeCache {
     /// artifact's SHA-256 in hex when the caller already knows it.
     pub fn component(
         &self,
-        engine: &Engine,
+        engine: &wasmtime::Engine,
         wasm: &[u8],
         digest: Option<&str>,
     ) -> wasmtime::Result<Component> {
@@ -113,7 +112,7 @@ impl CodeCache {
     /// a digest does), or the one `compile` makes, which is then cached.
     pub fn get_or_compile(
         &self,
-        engine: &Engine,
+        engine: &wasmtime::Engine,
         key: impl FnOnce() -> String,
         compile: impl FnOnce() -> wasmtime::Result<Component>,
     ) -> wasmtime::Result<Component> {
@@ -184,7 +183,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn engine_key(engine: &Engine) -> u64 {
+fn engine_key(engine: &wasmtime::Engine) -> u64 {
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     hasher.finish()
@@ -201,7 +200,7 @@ fn mac(key: &MacKey, name: &str, body: &[u8]) -> blake3::Hash {
 }
 
 /// Looks the entry up, checks its MAC over the mapped file, and loads that same file.
-fn lookup(engine: &Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
+fn lookup(engine: &wasmtime::Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
     let file = match open_no_follow(entry) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
@@ -247,7 +246,7 @@ fn lookup(engine: &Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
 /// Loads the checked entry: the open file itself, mapped by wasmtime (the trailer after
 /// the compiled object is ignored by its ELF reader). Where the open file cannot be
 /// named (no `/proc`), the checked bytes are copied instead.
-fn deserialize(engine: &Engine, file: &File, body: &[u8]) -> wasmtime::Result<Component> {
+fn deserialize(engine: &wasmtime::Engine, file: &File, body: &[u8]) -> wasmtime::Result<Component> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -425,7 +424,7 @@ mod tests {
 
     /// A component whose one export is the function `name`, so tests can tell which
     /// code a cache returned.
-    fn exporting(engine: &Engine, name: &str) -> wasmtime::Result<Component> {
+    fn exporting(engine: &wasmtime::Engine, name: &str) -> wasmtime::Result<Component> {
         Component::new(
             engine,
             format!(
@@ -437,7 +436,7 @@ mod tests {
         )
     }
 
-    fn exports(engine: &Engine, component: &Component) -> Vec<String> {
+    fn exports(engine: &wasmtime::Engine, component: &Component) -> Vec<String> {
         component
             .component_type()
             .exports(engine)
@@ -446,14 +445,14 @@ mod tests {
     }
 
     /// The entry file of `key` in `dir`.
-    fn entry(engine: &Engine, dir: &Path, key: &str) -> PathBuf {
+    fn entry(engine: &wasmtime::Engine, dir: &Path, key: &str) -> PathBuf {
         dir.join(format!("{key}-{:016x}.cwasm", engine_key(engine)))
     }
 
     /// Looks `key` up in a fresh handle on `dir` (its key read from disk, as a new
     /// process would), compiling `exporting(name)` on a miss; returns the exports of
     /// what came back and whether it was compiled.
-    fn fetch(engine: &Engine, dir: &Path, key: &str, name: &str) -> (Vec<String>, bool) {
+    fn fetch(engine: &wasmtime::Engine, dir: &Path, key: &str, name: &str) -> (Vec<String>, bool) {
         let compiled = Cell::new(false);
         let cache = CodeCache::new(Some(dir.to_path_buf()));
         let component = cache
@@ -471,7 +470,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_stored_with_its_mac_and_loaded_by_a_later_run() {
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let dir = tempfile::TempDir::new().expect("temp dir");
         assert_eq!(
             fetch(&engine, dir.path(), "k", "x"),
@@ -497,7 +496,7 @@ mod tests {
 
     #[test]
     fn an_entry_made_with_another_key_is_never_loaded_and_is_replaced() {
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let (ours, theirs) = (
             tempfile::TempDir::new().expect("temp dir"),
             tempfile::TempDir::new().expect("temp dir"),
@@ -525,7 +524,7 @@ mod tests {
 
     #[test]
     fn an_artifact_without_a_mac_a_renamed_entry_and_a_symlink_are_never_loaded() {
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let dir = tempfile::TempDir::new().expect("temp dir");
         fetch(&engine, dir.path(), "k", "x");
 
@@ -569,7 +568,7 @@ mod tests {
     #[test]
     fn a_key_others_may_read_is_replaced_and_its_entries_are_not_trusted() {
         use std::os::unix::fs::PermissionsExt;
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let dir = tempfile::TempDir::new().expect("temp dir");
         fetch(&engine, dir.path(), "k", "x");
         let key = dir.path().join(KEY_FILE);

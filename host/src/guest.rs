@@ -1,7 +1,6 @@
 //! The Lua runtime component, built from `lua-guest/` by the build script and embedded
 //! here so the `toolcell` binary is self-contained.
 
-use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::cache::CodeCache;
@@ -17,7 +16,11 @@ pub const LUA_GUEST_SHA256: &str = env!("TOOLCELL_LUA_GUEST_SHA256");
 /// load (docs/performance.md), so it is made only when the cache keeps it. It is an
 /// optimisation: if preparing fails, plugins still run on the plain guest, which builds
 /// its Lua state in `load`.
-pub fn compile(engine: &Engine, cache: &CodeCache, snapshot: bool) -> wasmtime::Result<Component> {
+pub fn compile(
+    engine: &wasmtime::Engine,
+    cache: &CodeCache,
+    snapshot: bool,
+) -> wasmtime::Result<Component> {
     if snapshot && cache.is_usable() {
         match cache.get_or_compile(engine, prepared_key, || prepare(engine)) {
             Ok(component) => return Ok(component),
@@ -38,7 +41,7 @@ fn prepared_key() -> String {
 
 /// Runs the guest's `prepare` once and compiles the snapshot (see [`crate::snapshot`]).
 /// Called on the blocking pool, where waiting on the runtime is allowed.
-fn prepare(engine: &Engine) -> wasmtime::Result<Component> {
+fn prepare(engine: &wasmtime::Engine) -> wasmtime::Result<Component> {
     let wasm =
         tokio::runtime::Handle::current().block_on(crate::snapshot::prepared(LUA_GUEST_WASM))?;
     Component::new(engine, &wasm)

@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::InstancePre;
-use wasmtime::{Engine, Store, Trap};
+use wasmtime::{Store, Trap};
 
 use super::PluginContext;
 use super::ops::Operations;
@@ -42,7 +42,7 @@ impl PluginPre {
         })
     }
 
-    fn engine(&self) -> &Engine {
+    fn engine(&self) -> &wasmtime::Engine {
         self.pre.engine()
     }
 }

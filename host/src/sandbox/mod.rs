@@ -24,7 +24,6 @@ mod turns;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 pub use actor::{PluginHandle, spawn_plugin};
@@ -40,7 +39,7 @@ use crate::limits::Limits;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
 /// and the toolcell host services. The engine (`crate::engine`) makes one and keeps it.
-pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreState>> {
+pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     state::add_to_linker(&mut linker)?;
     Ok(linker)
