@@ -126,6 +126,15 @@ impl PluginArgs {
         runtime: &tokio::runtime::Runtime,
         extra_dirs: &[PathBuf],
     ) -> Result<Runtime, String> {
+        let builder = self.builder(extra_dirs)?;
+        runtime
+            .block_on(builder.build())
+            .map_err(|error| error.to_string())
+    }
+
+    /// The runtime's builder for the plugins of `--plugins` and of `extra_dirs`, with
+    /// every option applied. Errors are usage errors.
+    fn builder(&self, extra_dirs: &[PathBuf]) -> Result<RuntimeBuilder, String> {
         let mut builder = RuntimeBuilder::default();
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
@@ -161,10 +170,7 @@ impl PluginArgs {
             pins.require(digest)
                 .map_err(|error| format!("--require-sha256: {error}"))?;
         }
-        builder = builder.pins(pins);
-        runtime
-            .block_on(builder.build())
-            .map_err(|error| error.to_string())
+        Ok(builder.pins(pins))
     }
 }
 
