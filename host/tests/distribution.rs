@@ -353,6 +353,32 @@ impl Work {
     }
 }
 
+/// A plugin directory, its lock file and the trust configuration, as `install` and
+/// `call` take them.
+struct Target {
+    plugins: PathBuf,
+    lock: PathBuf,
+    config: PathBuf,
+}
+
+impl Target {
+    /// `COMMAND BEFORE... --plugins DIR --lock FILE --config FILE AFTER...`
+    fn args<'a>(&'a self, command: &'a str, before: &[&'a str], after: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![command];
+        args.extend_from_slice(before);
+        args.extend([
+            "--plugins",
+            path_str(&self.plugins),
+            "--lock",
+            path_str(&self.lock),
+            "--config",
+            path_str(&self.config),
+        ]);
+        args.extend_from_slice(after);
+        args
+    }
+}
+
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("UTF-8 temp paths")
 }
@@ -457,20 +483,14 @@ fn a_plugin_goes_from_pack_to_a_registry_and_back_verified_and_callable() {
     );
 
     // Installed into another plugin directory, verified against the trust policy.
-    let trust = work.trust(&[&public]);
     let other = work.path("elsewhere");
-    let plugins = other.join("plugins");
-    let lock = other.join("toolcell.lock");
-    let install = work.ok(&[
-        "install",
-        &reference,
-        "--plugins",
-        path_str(&plugins),
-        "--lock",
-        path_str(&lock),
-        "--config",
-        path_str(&trust),
-    ]);
+    let target = Target {
+        plugins: other.join("plugins"),
+        lock: other.join("toolcell.lock"),
+        config: work.trust(&[&public]),
+    };
+    let (plugins, lock) = (&target.plugins, &target.lock);
+    let install = work.ok(&target.args("install", &[&reference], &[]));
     assert!(
         install
             .stdout
@@ -481,7 +501,7 @@ fn a_plugin_goes_from_pack_to_a_registry_and_back_verified_and_callable() {
         fs::read(plugins.join("hello.wasm")).expect("installed"),
         bytes
     );
-    let lock_text = fs::read_to_string(&lock).expect("the lock file");
+    let lock_text = fs::read_to_string(lock).expect("the lock file");
     assert!(
         lock_text.contains(&format!(
             "#@ id=hello ref={reference} digest={digest} signer={public} file=plugins/hello.wasm\n{}  plugins/hello.wasm\n",
@@ -491,17 +511,7 @@ fn a_plugin_goes_from_pack_to_a_registry_and_back_verified_and_callable() {
     );
 
     // ... and callable there, with the lock and the trust policy enforced.
-    let call = work.ok(&[
-        "call",
-        "--plugins",
-        path_str(&plugins),
-        "--lock",
-        path_str(&lock),
-        "--config",
-        path_str(&trust),
-        "hello",
-        r#"{"name":"registry"}"#,
-    ]);
+    let call = work.ok(&target.args("call", &[], &["hello", r#"{"name":"registry"}"#]));
     assert_eq!(call.stdout, "Hello, registry!\n");
 
     // `pull` by digest writes the same file.
@@ -518,26 +528,18 @@ fn install_without_a_reference_reinstalls_exactly_what_the_lock_records() {
     };
     let work = Work::new();
     let (key, public) = work.keygen("team");
-    let trust = work.trust(&[&public]);
     let reference = registry.reference("team/which:stable");
     let v1 = work.plugin("which", &versioned("v1"), Some(&key));
     let v1_bytes = fs::read(&v1).expect("v1");
     work.ok(&["push", path_str(&v1), &reference]);
-    let plugins = work.path("plugins");
-    let lock = work.path("toolcell.lock");
-    let install_args = [
-        "install",
-        "--plugins",
-        path_str(&plugins),
-        "--lock",
-        path_str(&lock),
-        "--config",
-        path_str(&trust),
-    ];
-    let mut first = install_args.to_vec();
-    first.insert(1, &reference);
-    work.ok(&first);
-    let lock_before = fs::read(&lock).expect("the lock");
+    let target = Target {
+        plugins: work.path("plugins"),
+        lock: work.path("toolcell.lock"),
+        config: work.trust(&[&public]),
+    };
+    let (plugins, lock) = (&target.plugins, &target.lock);
+    work.ok(&target.args("install", &[&reference], &[]));
+    let lock_before = fs::read(lock).expect("the lock");
 
     // The tag moves on to another build; the installed file is damaged.
     let v2 = work.plugin("which", &versioned("v2"), Some(&key));
@@ -547,9 +549,9 @@ fn install_without_a_reference_reinstalls_exactly_what_the_lock_records() {
         &[
             "call",
             "--plugins",
-            path_str(&plugins),
+            path_str(plugins),
             "--lock",
-            path_str(&lock),
+            path_str(lock),
             "which",
         ],
         &[],
@@ -560,7 +562,7 @@ fn install_without_a_reference_reinstalls_exactly_what_the_lock_records() {
         "the lock refuses the damaged file{refused}"
     );
 
-    let again = work.ok(&install_args);
+    let again = work.ok(&target.args("install", &[], &[]));
     assert!(again.stdout.contains("installed which 0.0.0"), "{again}");
     assert_eq!(
         fs::read(plugins.join("which.wasm")).expect("reinstalled"),
@@ -568,20 +570,11 @@ fn install_without_a_reference_reinstalls_exactly_what_the_lock_records() {
         "the locked digest, not the tag's newer build"
     );
     assert_eq!(
-        fs::read(&lock).expect("the lock"),
+        fs::read(lock).expect("the lock"),
         lock_before,
         "the lock is unchanged"
     );
-    let call = work.ok(&[
-        "call",
-        "--plugins",
-        path_str(&plugins),
-        "--lock",
-        path_str(&lock),
-        "--config",
-        path_str(&trust),
-        "which",
-    ]);
+    let call = work.ok(&target.args("call", &[], &["which"]));
     assert_eq!(call.stdout, "v1\n");
 }
 
@@ -593,28 +586,17 @@ fn untrusted_tampered_and_corrupted_artifacts_are_refused_before_anything_is_wri
     let work = Work::new();
     let (trusted_key, trusted) = work.keygen("trusted");
     let (stranger_key, _) = work.keygen("stranger");
-    let trust = work.trust(&[&trusted]);
-    let plugins = work.path("plugins");
-    let lock = work.path("toolcell.lock");
-    let install = |reference: &str| {
-        work.toolcell(
-            &[
-                "install",
-                reference,
-                "--plugins",
-                path_str(&plugins),
-                "--lock",
-                path_str(&lock),
-                "--config",
-                path_str(&trust),
-            ],
-            &[],
-        )
+    let target = Target {
+        plugins: work.path("plugins"),
+        lock: work.path("toolcell.lock"),
+        config: work.trust(&[&trusted]),
     };
+    let (plugins, lock) = (&target.plugins, &target.lock);
+    let install = |reference: &str| work.toolcell(&target.args("install", &[reference], &[]), &[]);
     let assert_nothing_written = |run: &Run| {
         assert_eq!(run.code, Some(1), "{run}");
         assert!(
-            fs::read_dir(&plugins).map_or(true, |mut entries| entries.next().is_none()),
+            fs::read_dir(plugins).map_or(true, |mut entries| entries.next().is_none()),
             "nothing was written to the plugin directory{run}"
         );
         assert!(!lock.exists(), "no lock file was written{run}");
