@@ -6,12 +6,15 @@
 //! through host services that check every access. [`Runtime`] is the embedding API;
 //! the `toolcell` binary is a thin CLI over it.
 //!
-//! Cargo features add the command's parts to the library, which runs plugins with
-//! none of them: `http` (plugins' HTTP requests), `signing` (Ed25519 signatures),
-//! `watch` (hot reload), `mcp` (the MCP server) and `cli` (the command, with all of
-//! the others; the default).
+//! Cargo features add the command's parts to the library, which loads and runs plugins
+//! with none of them: `http` (plugins' HTTP requests), `signing` (Ed25519 signatures),
+//! `watch` (hot reload), `mcp` (the MCP server), `oci` (plugins from OCI registries)
+//! and `cli` (the command, with all of the others but `oci`); the default is `cli` and
+//! `oci`.
 
 pub mod artifact;
+#[cfg(any(feature = "cli", feature = "oci"))]
+mod atomic_file;
 mod bindings;
 pub mod cache;
 #[cfg(feature = "cli")]
@@ -19,6 +22,8 @@ pub mod cli;
 mod clock;
 pub mod config;
 mod debug_log;
+#[cfg(feature = "oci")]
+pub mod distribution;
 pub mod engine;
 pub mod files;
 pub mod grants;
