@@ -294,12 +294,7 @@ mod tests {
     use super::*;
 
     fn component() -> Vec<u8> {
-        let mut component = wasm_encoder::Component::new();
-        component.section(&wasm_encoder::CustomSection {
-            name: "payload".into(),
-            data: b"code".as_slice().into(),
-        });
-        component.finish()
+        crate::artifact::tests::component(&[("payload", b"code")])
     }
 
     #[test]
@@ -369,17 +364,7 @@ mod tests {
 mod without_signing {
     use super::*;
     use crate::artifact::SIGNATURE_SECTION;
-
-    fn component(sections: &[(&str, &[u8])]) -> Vec<u8> {
-        let mut component = wasm_encoder::Component::new();
-        for (name, data) in sections {
-            component.section(&wasm_encoder::CustomSection {
-                name: (*name).into(),
-                data: (*data).into(),
-            });
-        }
-        component.finish()
-    }
+    use crate::artifact::tests::component;
 
     #[test]
     fn no_key_can_be_trusted() {

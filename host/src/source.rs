@@ -157,9 +157,9 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
         .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?;
     let mut warnings = Vec::new();
     let refuses_unsigned = admission.trust.unsigned == UnsignedPolicy::Refuse;
-    let mut signer = None;
-    match admission.trust.judge(&artifact) {
-        Verdict::Trusted(key) => signer = Some(key),
+    // The trusted signer, or why no trusted key vouches for a signed artifact.
+    let (signer, untrusted) = match admission.trust.judge(&artifact) {
+        Verdict::Trusted(key) => (Some(key), None),
         Verdict::Invalid(message) => {
             return Err(refuse(DiagnosticKind::SignatureInvalid, message));
         }
@@ -170,33 +170,31 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
                  ([trust] unsigned = \"refuse\")",
             ));
         }
-        Verdict::Unsigned => {}
-        Verdict::Unchecked => {
-            let message = format!("its signatures were not checked: {SIGNING_UNAVAILABLE}");
-            if refuses_unsigned {
-                return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
-            }
-            warnings.push((
-                DiagnosticKind::SignatureUntrusted,
-                Severity::Warning,
-                message,
-            ));
-        }
+        Verdict::Unsigned => (None, None),
+        Verdict::Unchecked => (
+            None,
+            Some(format!(
+                "its signatures were not checked: {SIGNING_UNAVAILABLE}"
+            )),
+        ),
         Verdict::Untrusted(keys) => {
             let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
             let message = format!(
                 "it is signed by {}, which is not among the trusted keys ([trust] keys)",
                 keys.join(", ")
             );
-            if refuses_unsigned {
-                return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
-            }
-            warnings.push((
-                DiagnosticKind::SignatureUntrusted,
-                Severity::Warning,
-                message,
-            ));
+            (None, Some(message))
         }
+    };
+    if let Some(message) = untrusted {
+        if refuses_unsigned {
+            return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
+        }
+        warnings.push((
+            DiagnosticKind::SignatureUntrusted,
+            Severity::Warning,
+            message,
+        ));
     }
     let version = artifact
         .wit_version()
