@@ -198,8 +198,15 @@ LUA_API void lua_settop (lua_State *L, int idx) {
   api_check(L, L->tbclist.p < L->top.p, "previous pop of an unclosed slot");
   newtop = L->top.p + diff;
   if (diff < 0 && L->tbclist.p >= newtop) {
-    lua_assert(hastocloseCfunc(ci->nresults));
-    newtop = luaF_close(L, newtop, CLOSEKTOP, 0);
+    /* toolcell: a thread that died with an error keeps the frame it died in
+       ('lua_resume'); clearing its stack from outside must not run that
+       frame's '__close' handlers there (see 'luaF_droptbc') */
+    if (L->status > LUA_YIELD)  /* dead by an error? */
+      luaF_droptbc(L, newtop);
+    else {
+      lua_assert(hastocloseCfunc(ci->nresults));
+      newtop = luaF_close(L, newtop, CLOSEKTOP, 0);
+    }
   }
   L->top.p = newtop;  /* correct top only after closing any upvalue */
   lua_unlock(L);
