@@ -199,9 +199,9 @@ LUA_API void lua_settop (lua_State *L, int idx) {
   newtop = L->top.p + diff;
   if (diff < 0 && L->tbclist.p >= newtop) {
     /* toolcell: a thread that died with an error keeps the frame it died in
-       ('lua_resume'); clearing its stack from outside must not run that
-       frame's '__close' handlers there (see 'luaF_droptbc') */
-    if (L->status > LUA_YIELD)  /* dead by an error? */
+       ('lua_resume'); clearing its stack from outside must not run the
+       '__close' handlers of a Lua function there (see 'luaF_droptbc') */
+    if (L->status > LUA_YIELD && isLua(ci))
       luaF_droptbc(L, newtop);
     else {
       lua_assert(hastocloseCfunc(ci->nresults));

@@ -155,6 +155,18 @@ LUA_API int lua_gethookmask (lua_State *L) {
 }
 
 
+/*
+** toolcell: charges 'n' instructions' worth of work that a C function
+** does in a loop of its own (a pattern search over a long subject), and
+** runs the count hook when it is due, as a call would. The caller must be
+** a C function, at a point where it may raise an error.
+*/
+LUA_API void lua_countwork (lua_State *L, int n) {
+  if (countdue(L, n) && L->allowhook == HOOKSON)
+    luaG_countevent(L);
+}
+
+
 LUA_API int lua_gethookcount (lua_State *L) {
   return L->basehookcount;
 }
@@ -981,6 +993,8 @@ int luaG_traceexec (lua_State *L, const Instruction *pc) {
 */
 void luaG_countevent (lua_State *L) {
   resethookcount(L);
+  if (l_unlikely(L->status != LUA_OK))  /* closing a dead thread's slots? */
+    return;  /* no handler would catch an error the hook raised */
   luaD_hook(L, LUA_HOOKCOUNT, -1, 0, 0);
   if (l_unlikely(L->status == LUA_YIELD)) {
     L->status = LUA_OK;

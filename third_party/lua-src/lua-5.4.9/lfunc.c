@@ -239,13 +239,15 @@ StkId luaF_close (lua_State *L, StkId level, int status, int yy) {
 
 /*
 ** toolcell: forgets the to-be-closed variables down to 'level' without
-** calling their '__close' handlers, for the stack of a thread that died
-** with an error. Stock Lua's 'lua_settop' would run them right there, in a
-** dead thread: with hooks still off when a hook raised the error (nothing
-** stops a handler that never ends), and with no error handler to catch
-** what a handler raises. A coroutine that dies with an error does not
-** close its variables in stock Lua either, unless 'lua_closethread' is
-** called; after this, it closes the rest.
+** calling their '__close' handlers, for the frame of a Lua function in
+** which a thread died with an error. Stock Lua's 'lua_settop' would run
+** them right there, in the dead thread: with hooks still off when a hook
+** raised the error (nothing stops a handler that never ends), and with no
+** error handler to catch what a handler raises. A coroutine that dies
+** with an error does not close its variables in stock Lua either, unless
+** 'lua_closethread' is called; after this, it closes the rest. (The
+** variables of a C function, such as a string buffer, are still closed:
+** their handlers are C code that frees memory.)
 */
 void luaF_droptbc (lua_State *L, StkId level) {
   luaF_closeupval(L, level);
