@@ -170,14 +170,28 @@ fn error_key() -> *const c_void {
 /// deadline error in the running code. A raw hook rather than mlua's: mlua unwinds the
 /// interrupted function's registers when its hook fails, which runs that function's
 /// `<close>` handlers right there, inside the hook, where no hook can stop them.
+///
+/// Once the code must stop, the thread's hook runs at every check instead of every
+/// 10000 instructions, so that code which catches errors as values (the runtime's own
+/// Rust code, where the check can also run, turns a failed `json.decode` into
+/// `nil, message`) meets the error again at once; the next check that finds the code
+/// may go on (in the next step) sets the interval back.
 unsafe extern "C-unwind" fn count_hook(state: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
-    let first = match WATCHDOG.with(Watchdog::check) {
-        Check::Continue => return,
-        Check::Stop { first } => first,
+    let stop = WATCHDOG.with(Watchdog::check);
+    let interval = match stop {
+        Check::Continue => INSTRUCTIONS_PER_CHECK,
+        Check::Stop { .. } => 1,
     };
-    // SAFETY: `state` is the running thread, inside its hook; nothing with a destructor
-    // is alive when lua_error unwinds this frame.
+    // SAFETY: `state` is the running thread, inside its hook; lua_sethook may be called
+    // from a hook, and nothing with a destructor is alive when lua_error unwinds this
+    // frame.
     unsafe {
+        if ffi::lua_gethookcount(state) != interval {
+            ffi::lua_sethook(state, Some(count_hook), ffi::LUA_MASKCOUNT, interval);
+        }
+        let Check::Stop { first } = stop else {
+            return;
+        };
         if first && in_finalizer(state) {
             host::timeout_note(FINALIZER_NOTE);
         }

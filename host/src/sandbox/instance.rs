@@ -315,7 +315,16 @@ fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_bef
         ));
     }
     if error.downcast_ref::<HardDeadline>().is_some() {
-        return Crash("it kept running past its deadline without returning control".to_string());
+        // A Lua plugin's deadline check runs everywhere Lua code runs and in the
+        // standard library's own loops (third_party/lua-src/PATCHED.md): what it cannot
+        // stop is a loop inside one C function.
+        let reason = if store.data().plugin.script.is_some() {
+            "it kept running past its deadline inside one C function, where no deadline \
+             check runs (such as string.rep of a huge count, or a pattern that backtracks)"
+        } else {
+            "it kept running past its deadline without returning control"
+        };
+        return Crash(reason.to_string());
     }
     let reason = match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => format!(

@@ -15,6 +15,7 @@ use toolcell::artifact::Artifact;
 use toolcell::http::HostGrant;
 use toolcell::manifest::{MANIFEST_SECTION, Manifest};
 use toolcell::{Call, CallOutcome, Runtime, Severity};
+use toolcell_tests::Form;
 use toolcell_tests::http_server::TestServer;
 
 use super::attack::{Attack, Expect, Setup, Source, Step};
@@ -137,17 +138,27 @@ impl From<String> for Failure {
     }
 }
 
-/// Runs `attack` to the end; an `Err` says which expectation failed.
+/// Runs `attack` to the end, in each form it is tried in; an `Err` says which
+/// expectation failed.
 pub fn run(attack: &Attack) -> Result<(), Failure> {
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|error| format!("tokio: {error}"))?;
-    tokio.block_on(run_async(attack))
+    tokio.block_on(run_async(attack, Form::Lua))?;
+    if attack.packed_too {
+        tokio
+            .block_on(run_async(attack, Form::Packed))
+            .map_err(|failure| Failure {
+                escaped: failure.escaped,
+                message: format!("packed: {}", failure.message),
+            })?;
+    }
+    Ok(())
 }
 
-async fn run_async(attack: &Attack) -> Result<(), Failure> {
+async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
     let arena = Arena::new();
     let server = if attack.net.server {
         Some(TestServer::start().await)
@@ -171,7 +182,7 @@ async fn run_async(attack: &Attack) -> Result<(), Failure> {
         pairs.push(("{port}", server.port().to_string()));
     }
     let placeholders = Placeholders { pairs };
-    let file = install_plugin(attack, &arena.plugins())?;
+    let file = install_plugin(attack, form, &arena.plugins())?;
     for setup in &attack.setup {
         prepare(setup, &arena.root(), &placeholders)?;
     }
@@ -225,14 +236,23 @@ async fn run_async(attack: &Attack) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Writes the attack's plugin into `plugins`; returns its file name.
-fn install_plugin(attack: &Attack, plugins: &Path) -> Result<String, String> {
+/// Writes the attack's plugin into `plugins`, a Lua one in `form`; returns its file
+/// name.
+fn install_plugin(attack: &Attack, form: Form, plugins: &Path) -> Result<String, String> {
     let folder = Path::new(HOSTILE_DIR).join(attack.category.folder());
     let (file, bytes) = match &attack.source {
         Source::Lua => {
             let file = format!("{}.lua", attack.name);
             let bytes = std::fs::read(folder.join(&file)).map_err(|e| format!("{file}: {e}"))?;
-            (file, bytes)
+            match form {
+                Form::Lua => (file, bytes),
+                Form::Packed => {
+                    let manifest = Manifest::clm_default(attack.name);
+                    let packed = toolcell::pack::pack_lua(&bytes, &manifest)
+                        .map_err(|error| format!("packing {file}: {error}"))?;
+                    (format!("{}.wasm", attack.name), packed)
+                }
+            }
         }
         Source::Wat | Source::Core => {
             let file = match attack.source {
