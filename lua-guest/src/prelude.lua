@@ -31,8 +31,10 @@ local function checked(ok, ...)
   return false, caught((...))
 end
 
+-- pcall() without even a function fails as Lua's own does, not inside the runtime.
 function pcall(...)
-  if select("#", ...) == 0 then
+  local f = ...
+  if f == nil and select("#", ...) == 0 then
     error("bad argument #1 to 'pcall' (value expected)", 2)
   end
   return checked(raw_pcall(...))
