@@ -31,6 +31,7 @@ pub mod schema;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod trusted;
 mod validation;
 pub mod wit_version;
 
