@@ -14,6 +14,9 @@ use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
 use crate::clock;
 use crate::http::{self, Method};
 
+/// The longest `timeout-note` kept: a sentence, not a payload.
+const MAX_TIMEOUT_NOTE: usize = 1024;
+
 /// What a plugin's store holds.
 pub struct StoreState {
     wasi: WasiCtx,
@@ -24,6 +27,10 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
+    /// The call whose step runs now (none while the plugin loads).
+    pub(super) running: Option<u64>,
+    /// What the guest said was running when it stopped the step (`timeout-note`).
+    pub(super) timeout_note: Option<String>,
 }
 
 impl StoreState {
@@ -45,6 +52,8 @@ impl StoreState {
             cap,
             plugin,
             ops,
+            running: None,
+            timeout_note: None,
         }
     }
 }
@@ -77,6 +86,24 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn now(&mut self) -> u64 {
         clock::now()
+    }
+
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        clock::now() > deadline
+            || self
+                .running
+                .is_some_and(|call| self.plugin.interrupts.is_requested(call))
+    }
+
+    fn timeout_note(&mut self, mut note: String) {
+        if note.len() > MAX_TIMEOUT_NOTE {
+            let mut end = MAX_TIMEOUT_NOTE;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+        }
+        self.timeout_note = Some(note);
     }
 
     fn config(&mut self, key: String) -> Option<String> {
