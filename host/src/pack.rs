@@ -13,9 +13,13 @@
 use std::path::Path;
 
 use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
+use crate::cache::CodeCache;
+use crate::files::FileAccess;
 use crate::guest::LUA_GUEST_WASM;
 use crate::manifest::{self, MANIFEST_SECTION, Manifest};
+use crate::signature::TrustPolicy;
 use crate::wit_version;
+use crate::{Diagnostic, DiagnosticKind, Runtime};
 
 /// Why a plugin could not be packed; the text says what and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -145,6 +149,41 @@ pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, P
             with_manifest(&bytes, &manifest)
         }
     }
+}
+
+/// Loads the packed plugin `bytes` once, as `toolcell check` would load it from a file
+/// named `file_name`, and returns what loading reported: the script compiled and ran its
+/// load-time code, and every tool's name and schema were checked. File access is
+/// read-only under the current directory (the load may read what it needs, but packing
+/// never lets it write); the capability cut that implies is not reported.
+pub async fn check(
+    bytes: &[u8],
+    file_name: &str,
+    cache: CodeCache,
+) -> Result<Vec<Diagnostic>, PackError> {
+    let dir = tempfile::tempdir()
+        .map_err(|error| PackError(format!("cannot make a directory to check in: {error}")))?;
+    let path = dir.path().join(file_name);
+    std::fs::write(&path, bytes)
+        .map_err(|error| PackError(format!("cannot write {}: {error}", path.display())))?;
+    let root = std::env::current_dir()
+        .map_err(|error| PackError(format!("no current directory: {error}")))?;
+    let runtime = Runtime::builder()
+        .plugin_file(&path)
+        .root(root)
+        .file_access(FileAccess::ReadOnly)
+        .trust(TrustPolicy::default())
+        .debug_log(None)
+        .cache(cache)
+        .build()
+        .await
+        .map_err(|error| PackError(error.to_string()))?;
+    Ok(runtime
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.kind != DiagnosticKind::CapabilityDenied)
+        .cloned()
+        .collect())
 }
 
 #[cfg(test)]

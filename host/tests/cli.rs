@@ -737,7 +737,10 @@ clm.tool_register("even", { invoke = function(_, ctx) ctx:complete("even") end }
         Some(2),
         "the rejected tool is not registered{output}"
     );
-    output.assert_stderr_line(&["error: unknown tool 'odd'"]);
+    output.assert_stderr_line(&[
+        "error: tool 'odd' is unavailable: tool 'odd' of plugin odd.lua has an invalid schema \
+         and is not registered: at `/properties/n/minimum` in the schema",
+    ]);
 }
 
 #[test]
@@ -843,6 +846,45 @@ error("broken at load time")
             .arg(plugins.path()),
     );
     assert_eq!(function_names(&functions), ["healthy"]);
+
+    // Calling one of its tools says why it cannot be called, as a usage error (after the
+    // load failure's own line).
+    let output = call(plugins.path(), "never_registered", None);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (Some(2), ""),
+        "{output}"
+    );
+    assert_eq!(
+        output.stderr.lines().last(),
+        Some(
+            "error: tool 'never_registered' is unavailable: plugin load_error.lua failed to load: \
+             load_error.lua:3: broken at load time"
+        ),
+        "{output}"
+    );
+    // The same for the plugin packed into a .wasm, whose script names the tool.
+    let packed = temp_dir();
+    let output = run(toolcell()
+        .arg("pack")
+        .arg(plugins.path().join("load_error.lua"))
+        .arg("--no-check")
+        .arg("-o")
+        .arg(packed.path().join("load_error.wasm")));
+    assert_eq!(output.code, Some(0), "{output}");
+    let output = call(packed.path(), "never_registered", None);
+    assert_eq!(output.code, Some(2), "{output}");
+    output.assert_stderr_line(&[
+        "error: tool 'never_registered' is unavailable: plugin load_error.wasm failed to load:",
+    ]);
+    // A name no plugin offers stays unknown.
+    let output = call(plugins.path(), "never_offered", None);
+    assert_eq!(output.code, Some(2), "{output}");
+    assert_eq!(
+        output.stderr.lines().last(),
+        Some("error: unknown tool 'never_offered'"),
+        "{output}"
+    );
 }
 
 #[test]
@@ -1754,6 +1796,78 @@ fn a_packed_lua_plugin_is_one_file_that_calls_like_the_script() {
     // Only the .wasm is in dist/: the script travels inside it.
     let dist = wasm.parent().expect("dist");
     call(dist, "greet", Some(r#"{"name":"dist"}"#)).assert_completed("Hello, dist!");
+}
+
+#[test]
+fn pack_loads_the_plugin_first_and_writes_nothing_when_it_fails() {
+    let dir = temp_dir();
+    let cases = [
+        (
+            "broken",
+            "clm.tool_register(\"t\", { invoke = function(_, ctx) ctx:complete(\"x\") end })\nerror(\"not yet\")\n",
+            "error[load_failed] plugin broken.wasm failed to load: broken.lua:2: not yet",
+        ),
+        (
+            "schema",
+            r#"clm.tool_register("s", { params_schema = { type = "object", properties = { n = { minimum = "one" }, m = { type = "text" } } }, invoke = function(_, ctx) ctx:complete("x") end })"#,
+            "error[tool_rejected] tool 's' of plugin schema.wasm has an invalid schema and is \
+             not registered: at `/properties/m/type` in the schema: ",
+        ),
+    ];
+    for (name, script, expected) in cases {
+        let source = dir.path().join(format!("{name}.lua"));
+        write(&source, script);
+        let output = toolcell_run(&["pack", path_str(&source)]);
+        assert_eq!(output.code, Some(1), "{output}");
+        assert_eq!(output.stdout, "", "{output}");
+        let wasm = dir.path().join(format!("{name}.wasm"));
+        assert_eq!(
+            output.stderr.lines().collect::<Vec<_>>(),
+            [
+                output.stderr.lines().next().unwrap_or_default(),
+                &format!(
+                    "error: {} was not written: loading the plugin reported 1 error (see above)",
+                    wasm.display()
+                )
+            ],
+            "{output}"
+        );
+        assert!(output.stderr.starts_with(expected), "{output}");
+        assert!(!wasm.exists(), "nothing is written{output}");
+        // --no-check writes it anyway, for a plugin that only loads where it will run.
+        let output = toolcell_run(&["pack", "--no-check", path_str(&source)]);
+        assert_eq!(output.code, Some(0), "{output}");
+        assert!(wasm.is_file(), "{output}");
+    }
+    // Both schema problems are listed, not only the first.
+    let output = toolcell_run(&["pack", path_str(&dir.path().join("schema.lua"))]);
+    output.assert_stderr_line(&[
+        "at `/properties/m/type` in the schema",
+        "; at `/properties/n/minimum` in the schema: \"one\" is not of type \"number\"",
+    ]);
+}
+
+#[test]
+fn a_first_compilation_says_so_on_stderr() {
+    let cache = temp_dir();
+    let plugins = plugin_dir(&[("hello.lua", HEALTHY_PLUGIN)]);
+    let run_once = || {
+        run(toolcell()
+            .env("TOOLCELL_CACHE_DIR", cache.path())
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("healthy"))
+    };
+    let first = run_once();
+    first.assert_completed("healthy answer");
+    first.assert_stderr_line(&["compiling the Lua runtime (first run, about ", " s)"]);
+    let second = run_once();
+    second.assert_completed("healthy answer");
+    assert!(
+        !second.stderr.contains("compiling"),
+        "the cached code is not compiled again{second}"
+    );
 }
 
 #[test]
