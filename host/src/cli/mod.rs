@@ -8,6 +8,7 @@ mod call;
 mod check;
 mod inspect;
 mod list;
+mod new;
 mod pack;
 mod serve;
 mod sign;
@@ -49,6 +50,8 @@ enum Command {
     List(list::ListArgs),
     /// Load plugins exactly as `call` would and report every problem (exit 1 on errors).
     Check(check::CheckArgs),
+    /// Write a new plugin project (Lua, Rust, JavaScript or Python) to start from.
+    New(new::NewArgs),
     /// Pack a Lua plugin (or a component and a manifest) into one .wasm file.
     Pack(pack::PackArgs),
     /// Show a plugin file's id, version, tools, capabilities, WIT version and digest.
@@ -188,6 +191,7 @@ pub fn main() -> ExitCode {
         Command::Call(args) => call::run(&runtime, args),
         Command::List(args) => list::run(&runtime, args),
         Command::Check(args) => check::run(&runtime, args),
+        Command::New(args) => new::run(args),
         Command::Pack(args) => pack::run(&runtime, args),
         Command::Inspect(args) => inspect::run(&runtime, args),
         Command::Sign(args) => sign::sign(args),

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Builds the plugin, loads it as toolcell will (toolcell check), then calls its tool and
+# compares the answer. TOOLCELL names the toolcell binary (default: toolcell on the
+# PATH); PROFILE the cargo profile (default: release).
+set -eu
+cd "$(dirname "$0")"
+toolcell=${TOOLCELL:-toolcell}
+profile=${PROFILE:-release}
+
+cargo build --target wasm32-wasip2 --profile "$profile"
+mkdir -p dist
+cp "${CARGO_TARGET_DIR:-target}/wasm32-wasip2/$profile/{{crate}}.wasm" dist/{{name}}.wasm
+"$toolcell" check dist
+
+expect() { # TOOL ARGS_JSON EXPECTED_OUTPUT
+  got=$("$toolcell" call --plugins dist "$1" "$2") || true
+  if [ "$got" != "$3" ]; then
+    printf 'FAIL: %s %s\n  expected: %s\n  got:      %s\n' "$1" "$2" "$3" "$got" >&2
+    exit 1
+  fi
+  printf 'ok: %s %s\n' "$1" "$2"
+}
+
+expect {{tool}} '{"name":"world"}' 'Hello, world!'
