@@ -76,6 +76,13 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode
             return ExitCode::FAILURE;
         }
     }
+    if let Some(parent) = output
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        && let Err(error) = std::fs::create_dir_all(parent)
+    {
+        return usage_error(&format!("cannot create {}: {error}", parent.display()));
+    }
     if let Err(message) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
         return usage_error(&message);
     }
