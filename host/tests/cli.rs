@@ -2440,3 +2440,35 @@ fn the_lua_examples_and_a_new_lua_project_type_check_clean() {
         );
     }
 }
+
+#[test]
+fn the_fetch_example_reports_each_url_and_each_failure_on_its_own_line() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .join("examples/plugins");
+    let (first, _) = serve_once();
+    let (second, _) = serve_once();
+    // A port nobody listens on: bind one, then let it go.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let urls = [
+        format!("http://127.0.0.1:{first}/a"),
+        format!("http://127.0.0.1:{closed}/b"),
+        format!("http://127.0.0.1:{second}/c"),
+    ];
+    let output = run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(&examples)
+        .args(["--allow-http", "127.0.0.1"])
+        .arg("fetch_all")
+        .arg(json!({ "urls": urls }).to_string()));
+    output.assert_completed(&format!(
+        "{}: 200, 14 bytes\n{}: failed: connection failed: 127.0.0.1:{closed} refused the \
+         connection\n{}: 200, 14 bytes",
+        urls[0], urls[1], urls[2]
+    ));
+}
