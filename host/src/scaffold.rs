@@ -115,6 +115,9 @@ const fn script(path: &'static str, template: &'static str) -> File {
 
 const SCRIPTED_TEST: &str = include_str!("../templates/scripted/test.sh");
 
+/// The end of every `test.sh`: the check of the tool's answer.
+const EXPECT: &str = include_str!("../templates/expect.sh");
+
 fn files(lang: Lang) -> Vec<File> {
     match lang {
         Lang::Lua => vec![
@@ -264,6 +267,7 @@ struct Vars {
     guest_dependency: String,
     guest_source: String,
     build_script: &'static str,
+    plugins_dir: &'static str,
     reference: String,
     sdk_docs: String,
 }
@@ -303,6 +307,10 @@ impl Vars {
                 Lang::Python => "tools/build-python-plugin",
                 _ => "tools/build-js-plugin",
             },
+            plugins_dir: match options.lang {
+                Lang::Lua => ".",
+                _ => "dist",
+            },
             reference: in_checkout("docs/lua-api.md"),
             sdk_docs: in_checkout("guest-sdk/README.md"),
         }
@@ -310,6 +318,8 @@ impl Vars {
 
     fn render(&self, template: &str) -> String {
         template
+            .replace("{{expect}}", EXPECT)
+            .replace("{{plugins_dir}}", self.plugins_dir)
             .replace("{{name}}", &self.name)
             .replace("{{tool}}", &self.name)
             .replace("{{crate}}", &self.crate_name)

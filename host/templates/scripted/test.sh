@@ -16,13 +16,4 @@ mkdir -p dist
 TOOLCELL=$toolcell "$src/{{build_script}}" . dist/{{name}}.wasm
 "$toolcell" check dist
 
-expect() { # TOOL ARGS_JSON EXPECTED_OUTPUT
-  got=$("$toolcell" call --plugins dist "$1" "$2") || true
-  if [ "$got" != "$3" ]; then
-    printf 'FAIL: %s %s\n  expected: %s\n  got:      %s\n' "$1" "$2" "$3" "$got" >&2
-    exit 1
-  fi
-  printf 'ok: %s %s\n' "$1" "$2"
-}
-
-expect {{tool}} '{"name":"world"}' 'Hello, world!'
+{{expect}}
