@@ -32,6 +32,7 @@ pub mod schema;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod trusted;
 mod validation;
 pub mod wit_version;
 

@@ -153,9 +153,9 @@ pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, P
 
 /// Loads the packed plugin `bytes` once, as `toolcell check` would load it from a file
 /// named `file_name`, and returns what loading reported: the script compiled and ran its
-/// load-time code, and every tool's name and schema were checked. File access is
-/// read-only under the current directory (the load may read what it needs, but packing
-/// never lets it write); the capability cut that implies is not reported.
+/// load-time code, and every tool's name and schema were checked. As for `inspect`, the
+/// load gets no files to touch: its file root is an empty directory (read-only), and
+/// the capability cut that implies is not reported.
 pub async fn check(
     bytes: &[u8],
     file_name: &str,
@@ -166,8 +166,9 @@ pub async fn check(
     let path = dir.path().join(file_name);
     std::fs::write(&path, bytes)
         .map_err(|error| PackError(format!("cannot write {}: {error}", path.display())))?;
-    let root = std::env::current_dir()
-        .map_err(|error| PackError(format!("no current directory: {error}")))?;
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root)
+        .map_err(|error| PackError(format!("cannot create {}: {error}", root.display())))?;
     let runtime = Runtime::builder()
         .plugin_file(&path)
         .root(root)

@@ -24,7 +24,7 @@ pub(super) struct PackArgs {
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
     /// Write a Lua plugin without loading it first. By default it is loaded once, as
-    /// `check` does (read-only file access), and not written if that reports an error.
+    /// `check` does (with no files to touch), and not written if that reports an error.
     #[arg(long)]
     no_check: bool,
 }
