@@ -135,17 +135,16 @@ impl CodeCache {
         })
     }
 
-    /// Tells the user that `what` (`bytes` of wasm) is being compiled and about how
-    /// long it takes, so that the first run's wait is not a silent one. Logged at info
-    /// level under [`NOTICE_TARGET`], which the command line shows by default.
+    /// Tells the user that `what` (`bytes` of wasm) is being compiled for the cache and
+    /// about how long it takes, so that the first run's wait is not a silent one. Logged
+    /// at info level under [`NOTICE_TARGET`], which the command line shows by default.
+    /// Without a cache every run compiles, as whoever turned it off knows (or was warned).
     pub fn announce(&self, what: &str, bytes: usize) {
+        if !self.is_usable() {
+            return;
+        }
         let seconds = (bytes as f64 / COMPILED_BYTES_PER_SECOND).round().max(1.0);
-        let why = if self.is_usable() {
-            "first run"
-        } else {
-            "the code cache is off"
-        };
-        tracing::info!(target: NOTICE_TARGET, "compiling {what} ({why}, about {seconds} s)");
+        tracing::info!(target: NOTICE_TARGET, "compiling {what} (first run, about {seconds} s)");
     }
 
     /// The compiled component cached under `key` (which must name the code exactly, as
