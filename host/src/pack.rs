@@ -12,14 +12,13 @@
 
 use std::path::Path;
 
+use crate::Diagnostic;
 use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
 use crate::cache::CodeCache;
-use crate::files::FileAccess;
 use crate::guest::LUA_GUEST_WASM;
+use crate::inspect;
 use crate::manifest::{self, MANIFEST_SECTION, Manifest};
-use crate::signature::TrustPolicy;
 use crate::wit_version;
-use crate::{Diagnostic, DiagnosticKind, Runtime};
 
 /// Why a plugin could not be packed; the text says what and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -154,8 +153,7 @@ pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, P
 /// Loads the packed plugin `bytes` once, as `toolcell check` would load it from a file
 /// named `file_name`, and returns what loading reported: the script compiled and ran its
 /// load-time code, and every tool's name and schema were checked. As for `inspect`, the
-/// load gets no files to touch: its file root is an empty directory (read-only), and
-/// the capability cut that implies is not reported.
+/// load gets no files to touch.
 pub async fn check(
     bytes: &[u8],
     file_name: &str,
@@ -166,25 +164,10 @@ pub async fn check(
     let path = dir.path().join(file_name);
     std::fs::write(&path, bytes)
         .map_err(|error| PackError(format!("cannot write {}: {error}", path.display())))?;
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root)
-        .map_err(|error| PackError(format!("cannot create {}: {error}", root.display())))?;
-    let runtime = Runtime::builder()
-        .plugin_file(&path)
-        .root(root)
-        .file_access(FileAccess::ReadOnly)
-        .trust(TrustPolicy::default())
-        .debug_log(None)
-        .cache(cache)
-        .build()
+    let (_, diagnostics) = inspect::load_without_files(&path, cache)
         .await
-        .map_err(|error| PackError(error.to_string()))?;
-    Ok(runtime
-        .diagnostics()
-        .iter()
-        .filter(|diagnostic| diagnostic.kind != DiagnosticKind::CapabilityDenied)
-        .cloned()
-        .collect())
+        .map_err(PackError)?;
+    Ok(diagnostics)
 }
 
 #[cfg(test)]
