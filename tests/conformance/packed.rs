@@ -8,6 +8,8 @@ mod api;
 mod authoring;
 #[path = "http.rs"]
 mod http;
+#[path = "returns.rs"]
+mod returns;
 #[path = "sandbox.rs"]
 mod sandbox;
 #[path = "tasks.rs"]
