@@ -22,7 +22,11 @@ pub fn compile(
     snapshot: bool,
 ) -> wasmtime::Result<Component> {
     if snapshot && cache.is_usable() {
-        match cache.get_or_compile(engine, prepared_key, || prepare(engine)) {
+        let prepare = || {
+            cache.announce("the Lua runtime", LUA_GUEST_WASM.len());
+            prepare(engine)
+        };
+        match cache.get_or_compile(engine, prepared_key, prepare) {
             Ok(component) => return Ok(component),
             Err(error) => tracing::warn!(
                 "could not prepare a snapshot of the Lua runtime ({error:#}); \
@@ -30,7 +34,12 @@ pub fn compile(
             ),
         }
     }
-    cache.component(engine, LUA_GUEST_WASM, Some(LUA_GUEST_SHA256))
+    cache.component(
+        engine,
+        LUA_GUEST_WASM,
+        Some(LUA_GUEST_SHA256),
+        "the Lua runtime",
+    )
 }
 
 /// The cache key of the prepared Lua guest: the snapshot is a function of the guest's

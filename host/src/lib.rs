@@ -40,6 +40,8 @@ pub mod pack;
 pub mod reload;
 mod runtime;
 mod sandbox;
+#[cfg(feature = "cli")]
+pub mod scaffold;
 pub mod schema;
 pub mod signature;
 mod snapshot;

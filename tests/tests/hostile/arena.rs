@@ -269,7 +269,7 @@ fn cache_entry(engine: &Engine) -> Result<String, String> {
     let wasm = wat::parse_str("(component)").map_err(|error| error.to_string())?;
     engine
         .cache()
-        .component(engine.wasmtime(), &wasm, None)
+        .component(engine.wasmtime(), &wasm, None, "an empty component")
         .map_err(|error| format!("{error:#}"))?;
     std::fs::read_dir(dir)
         .map_err(|error| error.to_string())?
