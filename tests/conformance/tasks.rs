@@ -448,7 +448,7 @@ async fn a_caller_can_cancel_a_call_in_flight() {
     call.cancel("the user pressed stop");
     assert_eq!(
         call.await,
-        CallOutcome::Failed("cancelled: the user pressed stop".into())
+        CallOutcome::Cancelled("cancelled: the user pressed stop".into())
     );
     assert_eq!(output(&runtime, "ping", "{}").await, "pong");
 }

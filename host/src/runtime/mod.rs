@@ -30,7 +30,8 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::manifest::Manifest;
-use crate::sandbox::{CallOutcome, PluginHandle};
+use crate::outcome::CallOutcome;
+use crate::sandbox::PluginHandle;
 use crate::validation::ArgumentValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -409,7 +410,7 @@ impl Future for Call {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(outcome)) => outcome,
             Poll::Ready(Err(_)) => {
-                CallOutcome::Failed(format!("plugin '{}' stopped", self.handle.name()))
+                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
             }
         };
         self.finished = true;

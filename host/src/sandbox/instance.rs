@@ -18,6 +18,7 @@ use crate::bindings::{
 };
 use crate::clock;
 use crate::limits::format_bytes;
+use crate::outcome::CrashCause;
 
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
@@ -46,7 +47,7 @@ pub enum LoadFailure {
     /// Its load-time code failed (a Lua error, a bad registration, ...).
     Failed(String),
     /// The instance trapped or could not be created.
-    Crashed(String),
+    Crashed(Crash),
 }
 
 impl std::fmt::Display for LoadFailure {
@@ -60,14 +61,44 @@ impl std::fmt::Display for LoadFailure {
                 )
             }
             LoadFailure::Failed(message) => f.write_str(message),
-            LoadFailure::Crashed(reason) => write!(f, "the sandbox trapped: {reason}"),
+            LoadFailure::Crashed(crash) => write!(f, "the sandbox trapped: {}", crash.reason),
         }
     }
 }
 
-/// A trap that ended an instance, with the reason as users should read it.
+/// A trap that ended an instance: what stopped it, and the reason as users should
+/// read it.
 #[derive(Debug, Clone)]
-pub struct Crash(pub String);
+pub struct Crash {
+    /// What stopped the instance.
+    pub cause: CrashCause,
+    /// What happened, in words ("it ran out of fuel (its budget is ...)").
+    pub reason: String,
+}
+
+impl Crash {
+    fn new(cause: CrashCause, reason: impl Into<String>) -> Self {
+        Crash {
+            cause,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Where a call stands after a step, as the host reads the guest's `call-state`.
+#[derive(Debug)]
+pub enum Step {
+    /// It waits on an operation.
+    Pending,
+    /// It completed with this output.
+    Completed(String),
+    /// The tool failed with this message.
+    Failed(String),
+    /// It ran out of memory; the message says which limit it reached.
+    OutOfMemory(String),
+    /// It ran past its deadline and stopped itself.
+    TimedOut,
+}
 
 /// A step overran its hard deadline (seen at a fuel yield or an epoch tick).
 #[derive(Debug)]
@@ -111,7 +142,9 @@ impl Instance {
         if engine.fuel {
             store
                 .fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL))
-                .map_err(|error| LoadFailure::Crashed(format!("{error:#}")))?;
+                .map_err(|error| {
+                    LoadFailure::Crashed(Crash::new(CrashCause::Trap, format!("{error:#}")))
+                })?;
         }
         if engine.epoch {
             store.epoch_deadline_callback(|store| {
@@ -126,7 +159,7 @@ impl Instance {
         arm(&mut store, limits.fuel, hard_deadline);
         let plugin = until(hard_deadline, pre.pre.instantiate_async(&mut store))
             .await
-            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0).0))?;
+            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0)))?;
         let request = LoadRequest {
             name: context.name.clone(),
             script: context.script.clone(),
@@ -146,7 +179,7 @@ impl Instance {
             {
                 Err(LoadFailure::TimedOut(limits.load_timeout))
             }
-            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error, 0).0)),
+            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error, 0))),
             Ok(Err(LoadError::TimedOut)) => Err(LoadFailure::TimedOut(limits.load_timeout)),
             Ok(Err(LoadError::Failed(message))) => Err(LoadFailure::Failed(message)),
             Ok(Ok(specs)) => Ok((
@@ -173,15 +206,14 @@ impl Instance {
         args: &str,
         deadline: Instant,
         fuel: &mut u64,
-    ) -> Result<CallState, Crash> {
+    ) -> Result<Step, Crash> {
         self.ops().begin_call(call);
         let hard_deadline = self.prepare(*fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = guest.call_start(&mut self.store, call, tool, args, deadline_ns);
         let result = until(hard_deadline, step).await;
-        self.finish(result, fuel)
-            .map(|state| self.memory_hint(state))
+        self.finish(result, fuel).map(|state| self.step(state))
     }
 
     /// Delivers the outcome of `op` to call `call`.
@@ -192,13 +224,12 @@ impl Instance {
         outcome: &OpOutcome,
         deadline: Instant,
         fuel: &mut u64,
-    ) -> Result<CallState, Crash> {
+    ) -> Result<Step, Crash> {
         let hard_deadline = self.prepare(*fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let step = guest.call_resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
-        self.finish(result, fuel)
-            .map(|state| self.memory_hint(self.explain_memory(state)))
+        self.finish(result, fuel).map(|state| self.step(state))
     }
 
     /// Ends call `call` inside the plugin, and aborts its operations.
@@ -228,32 +259,43 @@ impl Instance {
         hard_deadline
     }
 
-    /// The guest only sees a failed allocation; when the host's cap refused memory
-    /// during the step, say that it was the cap, not the plugin's own limit.
-    fn explain_memory(&self, state: CallState) -> CallState {
-        let cap = &self.store.data().cap;
+    /// Reads the state a step left the call in.
+    fn step(&self, state: CallState) -> Step {
         match state {
-            CallState::Failed(message)
-                if message.starts_with("out of memory")
-                    && cap.refusals() > self.refusals_before_step =>
-            {
-                CallState::Failed(format!(
-                    "out of memory: the sandbox reached its memory cap of {}",
-                    format_bytes(cap.max_memory())
-                ))
+            CallState::Pending => Step::Pending,
+            CallState::Completed(output) => Step::Completed(output),
+            CallState::Failed(message) if message.starts_with("out of memory") => {
+                Step::OutOfMemory(self.memory_message(Some(message)))
             }
-            other => other,
+            CallState::Failed(message) => Step::Failed(message),
+            CallState::TimedOut => Step::TimedOut,
         }
     }
 
-    /// When the policy granted less memory than the plugin's manifest asks for, an
-    /// out-of-memory failure says so and how to grant it.
-    fn memory_hint(&self, state: CallState) -> CallState {
-        match (state, &self.store.data().plugin.hints.memory) {
-            (CallState::Failed(message), Some(hint)) if message.starts_with("out of memory") => {
-                CallState::Failed(format!("{message}; {hint}"))
-            }
-            (state, _) => state,
+    /// Why a call ran out of memory: the guest only sees a failed allocation, so when
+    /// the host's cap refused memory during the step, it was the cap, not the plugin's
+    /// own limit (`guest_text`, the guest's own words, else the host's). When the
+    /// policy granted less memory than the plugin's manifest asks for, the message
+    /// says so and how to grant it.
+    fn memory_message(&self, guest_text: Option<String>) -> String {
+        let data = self.store.data();
+        let cap = &data.cap;
+        let message = if cap.refusals() > self.refusals_before_step {
+            format!(
+                "out of memory: the sandbox reached its memory cap of {}",
+                format_bytes(cap.max_memory())
+            )
+        } else {
+            guest_text.unwrap_or_else(|| {
+                format!(
+                    "out of memory: the plugin reached its memory limit of {}",
+                    format_bytes(data.plugin.limits.memory)
+                )
+            })
+        };
+        match &data.plugin.hints.memory {
+            Some(hint) => format!("{message}; {hint}"),
+            None => message,
         }
     }
 
@@ -300,26 +342,37 @@ fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_bef
             Some(hint) => format!("; {hint}"),
             None => String::new(),
         };
-        return Crash(format!(
-            "it exceeded its memory cap of {}{hint}",
-            format_bytes(limits.linear_memory)
-        ));
+        return Crash::new(
+            CrashCause::MemoryCap,
+            format!(
+                "it exceeded its memory cap of {}{hint}",
+                format_bytes(limits.linear_memory)
+            ),
+        );
     }
     if error.downcast_ref::<HardDeadline>().is_some() {
-        return Crash("it kept running past its deadline without returning control".to_string());
+        return Crash::new(
+            CrashCause::Deadline,
+            "it kept running past its deadline without returning control",
+        );
     }
-    let reason = match error.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => format!(
-            "it ran out of fuel (its budget is {} per call)",
-            limits.fuel
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => Crash::new(
+            CrashCause::OutOfFuel,
+            format!(
+                "it ran out of fuel (its budget is {} per call)",
+                limits.fuel
+            ),
         ),
-        Some(Trap::StackOverflow) => "its wasm stack overflowed".to_string(),
-        Some(Trap::Interrupt) => "it was interrupted".to_string(),
-        Some(Trap::UnreachableCodeReached) => {
-            "it aborted (a trap in the plugin's own code)".to_string()
+        Some(Trap::StackOverflow) => {
+            Crash::new(CrashCause::StackOverflow, "its wasm stack overflowed")
         }
-        Some(trap) => format!("it trapped: {trap}"),
-        None => format!("{error:#}"),
-    };
-    Crash(reason)
+        Some(Trap::Interrupt) => Crash::new(CrashCause::Trap, "it was interrupted"),
+        Some(Trap::UnreachableCodeReached) => Crash::new(
+            CrashCause::Trap,
+            "it aborted (a trap in the plugin's own code)",
+        ),
+        Some(trap) => Crash::new(CrashCause::Trap, format!("it trapped: {trap}")),
+        None => Crash::new(CrashCause::Trap, format!("{error:#}")),
+    }
 }

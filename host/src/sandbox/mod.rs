@@ -30,7 +30,6 @@ use wasmtime::component::{Component, Linker};
 pub use actor::{PluginHandle, spawn_plugin};
 pub use instance::{LoadFailure, PluginPre};
 pub use state::StoreState;
-pub use supervisor::CallOutcome;
 
 use crate::debug_log::DebugLog;
 use crate::files::{FileAccess, Files};

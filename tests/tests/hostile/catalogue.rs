@@ -53,37 +53,37 @@ pub fn attacks() -> Vec<Attack> {
 fn cpu() -> Vec<Attack> {
     vec![
         attack(Cpu, "goto_loop", "a loop of goto alone, no calls, in a call")
-            .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
+            .fails_as("goto_spin", "{}", "timed_out", "tool 'goto_spin' timed out after 200 ms")
             .completes("goto_calls", "{}", "1"),
         attack(Cpu, "call_spin", "endless tail calls and endless branching recursion, no loops")
-            .fails("tail_spin", "{}", "tool 'tail_spin' timed out after 200 ms")
-            .fails("fib_spin", "{}", "tool 'fib_spin' timed out after 200 ms")
+            .fails_as("tail_spin", "{}", "timed_out", "tool 'tail_spin' timed out after 200 ms")
+            .fails_as("fib_spin", "{}", "timed_out", "tool 'fib_spin' timed out after 200 ms")
             .completes("spin_calls", "{}", "2"),
         attack(Cpu, "load_backtrack", "catastrophic pattern backtracking in C at load time")
             .load_fails(
                 "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",
             ),
         attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work the hook cannot see")
-            .fails("flood", "{}", &crashed("gsub_flood", PAST_DEADLINE))
+            .fails_as("flood", "{}", "crashed", &crashed("gsub_flood", PAST_DEADLINE))
             .completes("flood_alive", "{}", "alive"),
         attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
             // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
             // stops the recursion first.
             .completes("recurse_caught", "{}", "false | not enough memory")
-            .fails("recurse", "{}", OUT_OF_MEMORY)
+            .fails_as("recurse", "{}", "out_of_memory", OUT_OF_MEMORY)
             .completes("recurse_alive", "{}", "alive"),
         attack(Cpu, "c_recursion", "recursion through C: gsub callbacks, an __index loop")
             // Raised inside C (gsub), where Lua has no line to add.
             .completes("through_gsub", "{}", "false | C stack overflow")
             .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
         attack(Cpu, "task_spinners", "a coroutine bomb: 1000 tasks that each spin forever")
-            .fails("spinners", "{}", "tool 'spinners' timed out after 300 ms")
+            .fails_as("spinners", "{}", "timed_out", "tool 'spinners' timed out after 300 ms")
             .completes("spinners_alive", "{}", "alive"),
         attack(Cpu, "endless_task", "a task that never ends, waited for")
-            .fails("endless", "{}", "tool 'endless' timed out after 300 ms")
+            .fails_as("endless", "{}", "timed_out", "tool 'endless' timed out after 300 ms")
             .completes("endless_alive", "{}", "alive"),
         attack(Cpu, "sort_comparator", "Lua spinning inside a C function (a sort comparator)")
-            .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
+            .fails_as("sort_spin", "{}", "timed_out", "tool 'sort_spin' timed out after 200 ms")
             .completes("sort_alive", "{}", "alive"),
         attack(Cpu, "fuel_burn", "pure computation behind pcall, under a small fuel budget")
             .limits(Limits { fuel: 300_000_000, ..Limits::default() })
@@ -99,14 +99,14 @@ fn cpu() -> Vec<Attack> {
 fn memory() -> Vec<Attack> {
     vec![
         attack(Memory, "table_growth", "a table that grows without end")
-            .fails("grow_table", "{}", OUT_OF_MEMORY)
+            .fails_as("grow_table", "{}", "out_of_memory", OUT_OF_MEMORY)
             .completes("table_alive", "{}", "alive"),
         attack(
             Memory,
             "string_doubling",
             "a string that doubles without end",
         )
-        .fails("double", "{}", OUT_OF_MEMORY)
+        .fails_as("double", "{}", "out_of_memory", OUT_OF_MEMORY)
         .completes("double_alive", "{}", "alive"),
         attack(
             Memory,
@@ -116,14 +116,14 @@ fn memory() -> Vec<Attack> {
         .fails_starting_with("encode_huge", "{}", "json_encode_huge.lua:8: json.encode: ")
         .completes("encode_alive", "{}", "alive"),
         attack(Memory, "closures", "closures created without end")
-            .fails("closures", "{}", OUT_OF_MEMORY)
+            .fails_as("closures", "{}", "out_of_memory", OUT_OF_MEMORY)
             .completes("closures_alive", "{}", "alive"),
         attack(
             Memory,
             "many_tasks",
             "coroutines created without end (tasks)",
         )
-        .fails("tasks", "{}", OUT_OF_MEMORY)
+        .fails_as("tasks", "{}", "out_of_memory", OUT_OF_MEMORY)
         .completes("tasks_alive", "{}", "alive"),
         attack(
             Memory,
@@ -136,7 +136,7 @@ fn memory() -> Vec<Attack> {
         .completes("hoard", "{}", "4")
         .completes("hoard", "{}", "5")
         .completes("hoard", "{}", "6")
-        .fails("hoard", "{}", OUT_OF_MEMORY)
+        .fails_as("hoard", "{}", "out_of_memory", OUT_OF_MEMORY)
         .completes("release", "{}", "released")
         .completes("hoard", "{}", "1"),
         attack(
@@ -320,7 +320,7 @@ fn files() -> Vec<Attack> {
             "huge_write",
             "writing a file larger than the plugin's memory",
         )
-        .fails("huge_write", "{}", OUT_OF_MEMORY)
+        .fails_as("huge_write", "{}", "out_of_memory", OUT_OF_MEMORY)
         .root_file("huge.bin", None)
         .completes("big_write", "{}", "true | nil"),
         attack(
@@ -616,7 +616,7 @@ fn protocol() -> Vec<Attack> {
                 "complete_non_string.lua:6: ctx:complete expects a string, got nil",
             ),
         attack(Protocol, "never_completes", "an invocation that waits an hour")
-            .fails("wait_forever", "{}", "tool 'wait_forever' timed out after 300 ms")
+            .fails_as("wait_forever", "{}", "timed_out", "tool 'wait_forever' timed out after 300 ms")
             .completes("wait_alive", "{}", "alive"),
         attack(Protocol, "live_tasks", "returning with 500 live tasks")
             .fails("abandon", "{}", "unreachable")
@@ -726,11 +726,12 @@ fn wasm() -> Vec<Attack> {
     )
     .core()
     .background("nap", "{}")
-    .fails("boom", "{}", &crashed("trap_in_call", trap))
+    .fails_as("boom", "{}", "crashed", &crashed("trap_in_call", trap))
     .settles_failing(0, &crashed_elsewhere("trap_in_call", trap))
     .completes("ok", "{}", "ok");
     for _ in 0..3 {
-        trap_in_call = trap_in_call.fails("boom", "{}", &crashed("trap_in_call", trap));
+        trap_in_call =
+            trap_in_call.fails_as("boom", "{}", "crashed", &crashed("trap_in_call", trap));
     }
     vec![
         trap_in_call
@@ -739,9 +740,10 @@ fn wasm() -> Vec<Attack> {
                 "{}",
                 &format!("plugin 'trap_in_call' crashed: {trap}; it is now disabled: it crashed 5 times within 60 s"),
             )
-            .fails(
+            .fails_as(
                 "ok",
                 "{}",
+                "disabled",
                 &format!("plugin 'trap_in_call' is disabled: it crashed 5 times within 60 s (last: {trap})"),
             ),
         attack(Wasm, "loop_in_load", "a component whose load is a bare wasm loop")
@@ -752,21 +754,26 @@ fn wasm() -> Vec<Attack> {
             .load_fails("plugin grow_in_load.wasm failed to load: the sandbox trapped: it exceeded its memory cap of 32 MiB"),
         attack(Wasm, "grow_in_call", "a component growing memory until refused, then trapping")
             .core()
-            .fails("grow", "{}", &crashed("grow_in_call", "it exceeded its memory cap of 32 MiB"))
+            .fails_as("grow", "{}", "crashed", &crashed("grow_in_call", "it exceeded its memory cap of 32 MiB"))
+            .completes("fine", "{}", "fine"),
+        attack(Wasm, "grow_then_report", "a component growing memory until refused, then reporting it, at once and after a wait")
+            .core()
+            .fails_as("grow_now", "{}", "out_of_memory", "out of memory: the sandbox reached its memory cap of 32 MiB")
+            .fails_as("grow_later", "{}", "out_of_memory", "out of memory: the sandbox reached its memory cap of 32 MiB")
             .completes("fine", "{}", "fine"),
         attack(Wasm, "trap_in_start_fn", "a core start function that traps at instantiation")
             .core()
             .load_fails(&format!("plugin trap_in_start_fn.wasm failed to load: the sandbox trapped: {trap}")),
         attack(Wasm, "stack_exhaustion", "unbounded recursion in wasm")
             .core()
-            .fails("dive", "{}", &crashed("stack_exhaustion", "its wasm stack overflowed")),
+            .fails_as("dive", "{}", "crashed", &crashed("stack_exhaustion", "its wasm stack overflowed")),
         attack(Wasm, "pending_forever", "a call left pending with nothing to wake it")
             .core()
-            .fails("wait", "{}", "tool 'wait' timed out after 200 ms"),
+            .fails_as("wait", "{}", "timed_out", "tool 'wait' timed out after 200 ms"),
         attack(Wasm, "host_call_abuse", "a timer for another call, a timer of u64::MAX ms")
             .core()
             .fails("other_call", "{}", "call 1001 is not running")
-            .fails("forever_timer", "{}", "tool 'forever_timer' timed out after 200 ms"),
+            .fails_as("forever_timer", "{}", "timed_out", "tool 'forever_timer' timed out after 200 ms"),
         attack(Wasm, "bad_results", "results that cannot be lifted: bad UTF-8, out of bounds, bad case")
             .core()
             .fails_starting_with("bad_utf8", "{}", "plugin 'bad_results' crashed: ")
