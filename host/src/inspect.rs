@@ -106,7 +106,7 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
         };
         report.wit_version = artifact.wit_version().map_err(|error| error.to_string());
         report.compatible = match &report.wit_version {
-            Ok(version) => wit_version::check_compatible(version, &wit_version::host_version()),
+            Ok(version) => wit_version::check(version).map_err(|error| error.to_string()),
             Err(error) => Err(error.clone()),
         };
         report.signatures = signature::verify(&artifact);

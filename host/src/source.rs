@@ -188,8 +188,8 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
     let version = artifact
         .wit_version()
         .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
-    wit_version::check_compatible(&version, &wit_version::host_version())
-        .map_err(|message| refuse(DiagnosticKind::WitMismatch, message))?;
+    wit_version::check(&version)
+        .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
     let manifest_bytes = artifact
         .manifest()
         .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?

@@ -13,29 +13,141 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 use super::PluginContext;
 use super::ops::Operations;
 use super::state::StoreState;
-use crate::bindings::{
-    CallState, LoadError, LoadRequest, OpOutcome, Plugin, PluginPre as BindingsPre, ToolSpec,
-};
+use crate::bindings::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1};
 use crate::clock;
 use crate::limits::format_bytes;
 use crate::outcome::CrashCause;
 
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
-pub struct PluginPre {
-    pre: BindingsPre<StoreState>,
+pub enum PluginPre {
+    /// A plugin of the current world.
+    Current(bindings::PluginPre<StoreState>),
+    /// A plugin built for `toolcell:plugin@0.1.x`.
+    V0_1(v0_1::PluginPre<StoreState>),
+}
+
+/// A plugin instance's exports, in the world it was built for.
+enum Guest {
+    Current(bindings::Plugin),
+    V0_1(v0_1::Plugin),
 }
 
 impl PluginPre {
-    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world).
+    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world of
+    /// this toolcell or of the 0.1 series, by the version of the guest interface it
+    /// exports).
     pub fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
-        Ok(PluginPre {
-            pre: BindingsPre::new(pre)?,
+        let engine = pre.engine();
+        let v0_1 = pre
+            .component()
+            .component_type()
+            .exports(engine)
+            .any(|(name, _)| name.starts_with("toolcell:plugin/guest@0.1."));
+        Ok(if v0_1 {
+            PluginPre::V0_1(v0_1::PluginPre::new(pre)?)
+        } else {
+            PluginPre::Current(bindings::PluginPre::new(pre)?)
         })
     }
 
     fn engine(&self) -> &Engine {
-        self.pre.engine()
+        match self {
+            PluginPre::Current(pre) => pre.engine(),
+            PluginPre::V0_1(pre) => pre.engine(),
+        }
+    }
+
+    async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
+        Ok(match self {
+            PluginPre::Current(pre) => Guest::Current(pre.instantiate_async(store).await?),
+            PluginPre::V0_1(pre) => Guest::V0_1(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+/// The guest's four exports, with a 0.1 guest's values converted at the edge (see
+/// `bindings::v0_1`). The second value of `start` and `resume` is a 0.1 guest's own
+/// words for running out of memory.
+impl Guest {
+    async fn load(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &LoadRequest,
+    ) -> wasmtime::Result<Result<Vec<ToolSpec>, LoadError>> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_load(store, request).await
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let request = v0_1::load_request(request);
+                Ok(v0_1::load_result(guest.call_load(store, &request).await?))
+            }
+        }
+    }
+
+    async fn start(
+        &self,
+        store: &mut Store<StoreState>,
+        call: u64,
+        tool: &str,
+        args: &str,
+        deadline: u64,
+    ) -> wasmtime::Result<(CallState, Option<String>)> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_start(store, call, tool, args, deadline).await?;
+                Ok((state, None))
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_start(store, call, tool, args, deadline).await?;
+                Ok(v0_1::call_state(state))
+            }
+        }
+    }
+
+    async fn resume(
+        &self,
+        store: &mut Store<StoreState>,
+        call: u64,
+        op: u64,
+        outcome: &OpOutcome,
+    ) -> wasmtime::Result<(CallState, Option<String>)> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_resume(store, call, op, outcome).await?;
+                Ok((state, None))
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let outcome = v0_1::op_outcome(outcome);
+                let state = guest.call_resume(store, call, op, &outcome).await?;
+                Ok(v0_1::call_state(state))
+            }
+        }
+    }
+
+    async fn cancel(
+        &self,
+        store: &mut Store<StoreState>,
+        call: u64,
+        reason: &str,
+    ) -> wasmtime::Result<()> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_cancel(store, call, reason).await
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_cancel(store, call, reason).await
+            }
+        }
     }
 }
 
@@ -94,6 +206,8 @@ pub enum Step {
     Completed(String),
     /// The tool failed with this message.
     Failed(String),
+    /// The plugin broke a rule of the tool contract; the message says which.
+    BrokeRule(String),
     /// It ran out of memory; the message says which limit it reached.
     OutOfMemory(String),
     /// It ran past its deadline and stopped itself.
@@ -115,7 +229,7 @@ impl std::error::Error for HardDeadline {}
 /// A loaded plugin instance.
 pub struct Instance {
     store: Store<StoreState>,
-    plugin: Plugin,
+    guest: Guest,
     /// The memory cap's refusals before the current step.
     refusals_before_step: u64,
 }
@@ -157,7 +271,7 @@ impl Instance {
         }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
         arm(&mut store, limits.fuel, hard_deadline);
-        let plugin = until(hard_deadline, pre.pre.instantiate_async(&mut store))
+        let guest = until(hard_deadline, pre.instantiate(&mut store))
             .await
             .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0)))?;
         let request = LoadRequest {
@@ -167,8 +281,7 @@ impl Instance {
             memory_limit: limits.memory,
             debug_log: context.debug_log.is_some(),
         };
-        let guest = plugin.toolcell_plugin_guest();
-        let result = until(hard_deadline, guest.call_load(&mut store, &request)).await;
+        let result = until(hard_deadline, guest.load(&mut store, &request)).await;
         match result {
             // Load-time code that never returned control (C-level work, a bare wasm
             // loop) ran past the load deadline like any other: say so, unless the
@@ -185,7 +298,7 @@ impl Instance {
             Ok(Ok(specs)) => Ok((
                 Instance {
                     store,
-                    plugin,
+                    guest,
                     refusals_before_step: 0,
                 },
                 specs,
@@ -209,9 +322,10 @@ impl Instance {
     ) -> Result<Step, Crash> {
         self.ops().begin_call(call);
         let hard_deadline = self.prepare(*fuel, deadline);
-        let guest = self.plugin.toolcell_plugin_guest();
         let deadline_ns = clock::instant_to_nanos(deadline);
-        let step = guest.call_start(&mut self.store, call, tool, args, deadline_ns);
+        let step = self
+            .guest
+            .start(&mut self.store, call, tool, args, deadline_ns);
         let result = until(hard_deadline, step).await;
         self.finish(result, fuel).map(|state| self.step(state))
     }
@@ -226,8 +340,7 @@ impl Instance {
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
         let hard_deadline = self.prepare(*fuel, deadline);
-        let guest = self.plugin.toolcell_plugin_guest();
-        let step = guest.call_resume(&mut self.store, call, op, outcome);
+        let step = self.guest.resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
         self.finish(result, fuel).map(|state| self.step(state))
     }
@@ -238,8 +351,7 @@ impl Instance {
         // fresh budget and the grace period as its deadline.
         let mut fuel = self.store.data().plugin.limits.fuel;
         let hard_deadline = self.prepare(fuel, Instant::now());
-        let guest = self.plugin.toolcell_plugin_guest();
-        let step = guest.call_cancel(&mut self.store, call, reason);
+        let step = self.guest.cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
         self.ops().end_call(call);
         self.finish(result, &mut fuel)
@@ -259,15 +371,15 @@ impl Instance {
         hard_deadline
     }
 
-    /// Reads the state a step left the call in.
-    fn step(&self, state: CallState) -> Step {
+    /// Reads the state a step left the call in (with a 0.1 guest's own words for
+    /// running out of memory).
+    fn step(&self, (state, guest_text): (CallState, Option<String>)) -> Step {
         match state {
             CallState::Pending => Step::Pending,
             CallState::Completed(output) => Step::Completed(output),
-            CallState::Failed(message) if message.starts_with("out of memory") => {
-                Step::OutOfMemory(self.memory_message(Some(message)))
-            }
             CallState::Failed(message) => Step::Failed(message),
+            CallState::BrokeRule(message) => Step::BrokeRule(message),
+            CallState::OutOfMemory => Step::OutOfMemory(self.memory_message(guest_text)),
             CallState::TimedOut => Step::TimedOut,
         }
     }

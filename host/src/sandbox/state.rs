@@ -10,7 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::PluginContext;
 use super::limiter::MemoryCap;
 use super::ops::Operations;
-use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
+use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
 use crate::http::{self, Method};
 
@@ -63,10 +63,12 @@ impl WasiView for StoreState {
 }
 
 /// Adds the WASI interfaces (empty, see `StoreState::new`) and the toolcell host
-/// services to `linker`.
+/// services to `linker`, in the current world and in 0.1's (a different minor version
+/// of a 0.x package is a different interface to the linker).
 pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
     Ok(())
 }
 
@@ -154,5 +156,46 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn cancel_op(&mut self, op: u64) {
         self.ops.abort(op);
+    }
+}
+
+impl v0_1::toolcell::plugin::types::Host for StoreState {}
+
+/// The 0.1 host services are the current ones; only the request type differs.
+impl v0_1::toolcell::plugin::host::Host for StoreState {
+    fn log(&mut self, message: String) {
+        toolcell::plugin::host::Host::log(self, message);
+    }
+
+    fn now(&mut self) -> u64 {
+        toolcell::plugin::host::Host::now(self)
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        toolcell::plugin::host::Host::config(self, key)
+    }
+
+    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+        toolcell::plugin::host::Host::read_file(self, path).await
+    }
+
+    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
+        toolcell::plugin::host::Host::write_file(self, path, content).await
+    }
+
+    fn http_start(
+        &mut self,
+        call: u64,
+        request: v0_1::toolcell::plugin::types::HttpRequest,
+    ) -> Result<u64, String> {
+        toolcell::plugin::host::Host::http_start(self, call, v0_1::http_request(request))
+    }
+
+    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
+        toolcell::plugin::host::Host::timer_start(self, call, ms)
+    }
+
+    fn cancel_op(&mut self, op: u64) {
+        toolcell::plugin::host::Host::cancel_op(self, op);
     }
 }

@@ -194,6 +194,7 @@ impl Supervisor {
             }
             Ok(Step::Completed(output)) => CallOutcome::Completed(output),
             Ok(Step::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
+            Ok(Step::BrokeRule(message)) => CallOutcome::BrokeRule(bounded_message(message)),
             Ok(Step::OutOfMemory(message)) => CallOutcome::OutOfMemory(bounded_message(message)),
             Ok(Step::TimedOut) => CallOutcome::TimedOut(timeout_message(&host_call)),
             Err(crash) => {

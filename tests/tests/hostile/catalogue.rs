@@ -599,9 +599,10 @@ fn protocol() -> Vec<Attack> {
             .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
             .fails("error_huge", "{}", &cut("y", MIB as usize)),
         attack(Protocol, "complete_twice_across_yield", "completing, waiting, completing again")
-            .fails(
+            .fails_as(
                 "twice_later",
                 "{}",
+                "broke_rule",
                 "complete_twice_across_yield.lua:6: ctx:complete called after ctx:complete: an invocation ends exactly once",
             ),
         attack(Protocol, "complete_non_string", "completing with a table and with nil")
@@ -620,15 +621,17 @@ fn protocol() -> Vec<Attack> {
             .completes("wait_alive", "{}", "alive"),
         attack(Protocol, "live_tasks", "returning with 500 live tasks")
             .fails("abandon", "{}", "unreachable")
-            .fails(
+            .fails_as(
                 "abandon_quietly",
                 "{}",
+                "broke_rule",
                 "invoke returned while 500 task(s) were still running; they were cancelled",
             ),
         attack(Protocol, "unobserved_errors", "100 failed tasks never read, then a completion")
-            .fails(
+            .fails_as(
                 "ignore_errors",
                 "{}",
+                "broke_rule",
                 "ctx:complete was called while a task error was never observed: task 1 failed",
             ),
         attack(Protocol, "register_after_load", "clm.tool_register kept aside, called from a task")
@@ -795,7 +798,7 @@ fn wasm() -> Vec<Attack> {
             .load_fails("plugin many_specs.wasm failed to load: it registered 100000 tools; a plugin may register at most 1000"),
         attack(Wasm, "unknown_import", "a component importing an interface the host lacks")
             .core()
-            .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.1.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
+            .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.2.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
         attack(Wasm, "wrong_import_type", "a component importing a host function with the wrong type")
             .wat()
             .load_fails("plugin wrong_import_type.wasm was refused: the component does not export toolcell:plugin/guest: it is not a toolcell plugin"),
