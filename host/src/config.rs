@@ -201,46 +201,11 @@ impl Config {
             })
             .collect()
     }
-
-    /// The limits of plugin `id`: defaults, then `[limits]`, then its own section.
-    pub fn limits_for(&self, id: &str, base: &Limits) -> Limits {
-        let mut limits = self.limits.apply(base.clone());
-        if let Some(plugin) = self.plugins.get(id) {
-            limits = plugin.limits.apply(limits);
-        }
-        limits
-    }
-
-    /// The most file access plugin `id` may get: `override_access` (the command
-    /// line), else its own section, else `[files]`, else read-write.
-    pub fn files_for(&self, id: &str, override_access: Option<FileAccess>) -> FileAccess {
-        override_access
-            .or_else(|| self.plugins.get(id).and_then(|plugin| plugin.files.access))
-            .or(self.files.access)
-            .unwrap_or(FileAccess::ReadWrite)
-    }
-
-    /// The HTTP policy and settings of plugin `id`: `[http]`, then its own section,
-    /// then `overrides` (the command line), whose grants add to the others'.
-    pub fn http_for(
-        &self,
-        id: &str,
-        grants: &[HostGrant],
-        overrides: &HttpSection,
-    ) -> (HttpPolicy, HttpSettings) {
-        let mut section = self.http.clone();
-        if let Some(plugin) = self.plugins.get(id) {
-            section = section.overlay(&plugin.http);
-        }
-        let section = section.overlay(overrides);
-        // Checked in `parse`; an error here cannot happen for a parsed config.
-        let policy = section.policy(grants).unwrap_or_default();
-        (policy, section.settings())
-    }
 }
 
 impl LimitsSection {
-    fn apply(&self, mut limits: Limits) -> Limits {
+    /// `limits` with the values this section sets.
+    pub(crate) fn apply(&self, mut limits: Limits) -> Limits {
         if let Some(memory) = self.memory_mib {
             limits = limits.with_memory(memory.saturating_mul(MIB));
         }
@@ -268,7 +233,8 @@ impl HttpSection {
         self
     }
 
-    fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, String> {
+    /// The policy of this section's grants and `extra`, and its public switch.
+    pub(crate) fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, String> {
         let mut grants = extra.to_vec();
         for entry in &self.allow {
             grants.push(
@@ -280,7 +246,8 @@ impl HttpSection {
         Ok(HttpPolicy::new(grants, self.public.unwrap_or(true)))
     }
 
-    fn settings(&self) -> HttpSettings {
+    /// The bounds this section sets, over the defaults.
+    pub(crate) fn settings(&self) -> HttpSettings {
         let mut settings = HttpSettings::default();
         if let Some(ms) = self.timeout_ms {
             settings.timeout = Duration::from_millis(ms);

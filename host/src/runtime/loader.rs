@@ -9,13 +9,9 @@ use wasmtime::component::{Component, Linker};
 
 use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
-use crate::config::{Config, HttpSection};
-use crate::files::FileAccess;
-use crate::grants::{self, Allowed};
+use crate::grants::{CapabilityPolicy, Grants};
 use crate::guest;
-use crate::http::HostGrant;
 use crate::integrity::Pins;
-use crate::limits::Limits;
 use crate::manifest::Manifest;
 use crate::sandbox::{
     self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices, StoreState,
@@ -28,35 +24,20 @@ use super::plugin::{Plugin, PluginFile};
 
 /// What the user's policy says, for every plugin of a runtime.
 pub(super) struct Policy {
-    pub config: Config,
-    pub limits: Limits,
-    pub http_grants: Vec<HostGrant>,
-    pub http_overrides: HttpSection,
-    pub file_access: Option<FileAccess>,
+    /// What plugins may be granted.
+    pub capabilities: CapabilityPolicy,
+    /// Digests plugin files must match.
     pub pins: Pins,
+    /// Which signatures are trusted, and whether unsigned plugins load.
     pub trust: TrustPolicy,
 }
 
-impl Policy {
-    /// What the policy allows plugin `id`.
-    fn allowed_for(&self, id: &str) -> Allowed {
-        let (http_policy, http_settings) =
-            self.config
-                .http_for(id, &self.http_grants, &self.http_overrides);
-        Allowed {
-            limits: self.config.limits_for(id, &self.limits),
-            http_policy,
-            http_settings,
-            files: self.config.files_for(id, self.file_access),
-        }
-    }
-}
-
-/// A loaded plugin: its actor, the tools it registered and its manifest.
+/// A loaded plugin: its actor, the tools it registered, its manifest and grants.
 pub(super) struct Loaded {
     pub handle: PluginHandle,
     pub specs: Vec<ToolSpec>,
     pub manifest: Manifest,
+    pub grants: Grants,
 }
 
 /// The outcome of loading one file, with the warnings it produced either way.
@@ -142,8 +123,8 @@ impl Loader {
         };
         let mut warnings = source.warnings;
         let manifest = source.manifest;
-        let granted = grants::grant(&manifest, self.policy.allowed_for(&manifest.id));
-        warnings.extend(granted.denials.iter().map(|denial| {
+        let grants = self.policy.capabilities.grant(&manifest);
+        warnings.extend(grants.denials().iter().map(|denial| {
             (
                 DiagnosticKind::CapabilityDenied,
                 Severity::Warning,
@@ -163,7 +144,7 @@ impl Loader {
                 let context = PluginContext::new(
                     manifest.id.clone(),
                     source.script,
-                    granted.into(),
+                    grants.clone(),
                     &self.services,
                 );
                 sandbox::spawn_plugin(Arc::new(context), pre)
@@ -172,6 +153,7 @@ impl Loader {
                         handle,
                         specs,
                         manifest,
+                        grants,
                     })
                     .map_err(|failure| Refusal {
                         kind: DiagnosticKind::LoadFailed,

@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
 use crate::sandbox::PluginHandle;
@@ -67,6 +68,8 @@ pub struct PluginInfo {
     pub file: PathBuf,
     /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
     pub manifest: Manifest,
+    /// What it was granted: its manifest's asks, cut to what the user's policy allows.
+    pub grants: Grants,
 }
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
@@ -224,9 +227,10 @@ impl Runtime {
         let mut ids: HashMap<&str, &Path> = HashMap::new();
         for plugin in &self.plugins {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(manifest) = &plugin.manifest else {
+            let Some(info) = &plugin.info else {
                 continue;
             };
+            let manifest = &info.manifest;
             let display = plugin.file.display_name();
             if let Some(first) = ids.get(manifest.id.as_str()) {
                 self.diagnostics.push(Diagnostic::error(
@@ -241,10 +245,7 @@ impl Runtime {
                 continue;
             }
             ids.insert(&manifest.id, &plugin.file.path);
-            self.infos.push(PluginInfo {
-                file: plugin.file.path.clone(),
-                manifest: manifest.clone(),
-            });
+            self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {
                     file: plugin.file.path.clone(),

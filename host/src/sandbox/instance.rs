@@ -249,7 +249,7 @@ impl Instance {
         context: &Arc<PluginContext>,
         pre: &PluginPre,
     ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
-        let limits = &context.limits;
+        let limits = &context.grants.limits;
         let mut store = Store::new(pre.engine(), StoreState::new(context.clone()));
         store.limiter(|state| &mut state.cap);
         let engine = crate::engine::options();
@@ -349,7 +349,7 @@ impl Instance {
     pub async fn cancel(&mut self, call: u64, reason: &str) -> Result<(), Crash> {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
-        let mut fuel = self.store.data().plugin.limits.fuel;
+        let mut fuel = self.store.data().plugin.grants.limits.fuel;
         let hard_deadline = self.prepare(fuel, Instant::now());
         let step = self.guest.cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
@@ -365,7 +365,7 @@ impl Instance {
     /// Arms the backstops for a step that should end by `deadline`; returns the hard
     /// deadline (the deadline plus the grace period).
     fn prepare(&mut self, fuel: u64, deadline: Instant) -> Instant {
-        let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
+        let hard_deadline = deadline + self.store.data().plugin.grants.limits.deadline_grace;
         arm(&mut self.store, fuel, hard_deadline);
         self.refusals_before_step = self.store.data().cap.refusals();
         hard_deadline
@@ -401,11 +401,11 @@ impl Instance {
             guest_text.unwrap_or_else(|| {
                 format!(
                     "out of memory: the plugin reached its memory limit of {}",
-                    format_bytes(data.plugin.limits.memory)
+                    format_bytes(data.plugin.grants.limits.memory)
                 )
             })
         };
-        match &data.plugin.hints.memory {
+        match &data.plugin.grants.hints.memory {
             Some(hint) => format!("{message}; {hint}"),
             None => message,
         }
@@ -448,9 +448,9 @@ async fn until<R>(
 /// Words a trap for users: which limit it hit, or what went wrong. `refusals_before`
 /// is the memory cap's count of refusals when the step began.
 fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_before: u64) -> Crash {
-    let limits = &store.data().plugin.limits;
+    let limits = &store.data().plugin.grants.limits;
     if store.data().cap.refusals() > refusals_before {
-        let hint = match &store.data().plugin.hints.memory {
+        let hint = match &store.data().plugin.grants.hints.memory {
             Some(hint) => format!("; {hint}"),
             None => String::new(),
         };

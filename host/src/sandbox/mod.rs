@@ -32,10 +32,9 @@ pub use instance::{LoadFailure, PluginPre};
 pub use state::StoreState;
 
 use crate::debug_log::DebugLog;
-use crate::files::{FileAccess, Files};
-use crate::grants::{Granted, Hints};
-use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
-use crate::limits::Limits;
+use crate::files::Files;
+use crate::grants::Grants;
+use crate::http::PluginHttp;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
 /// and the toolcell host services. Built once per process.
@@ -60,33 +59,6 @@ pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<Plugin
         .map_err(|error| format!("the component does not export the plugin interface: {error:#}"))
 }
 
-/// What one plugin may do: its limits, HTTP policy and file access.
-#[derive(Clone, Debug)]
-pub struct PluginSettings {
-    /// Resource limits.
-    pub limits: Limits,
-    /// Which hosts the plugin may reach.
-    pub http_policy: HttpPolicy,
-    /// Bounds on its HTTP requests.
-    pub http_settings: HttpSettings,
-    /// How it may use the file root.
-    pub files: FileAccess,
-    /// How to explain a refusal of what was not granted.
-    pub hints: Hints,
-}
-
-impl From<Granted> for PluginSettings {
-    fn from(granted: Granted) -> Self {
-        PluginSettings {
-            limits: granted.limits,
-            http_policy: granted.http_policy,
-            http_settings: granted.http_settings,
-            files: granted.files,
-            hints: granted.hints,
-        }
-    }
-}
-
 /// Services every plugin of a runtime shares.
 #[derive(Clone)]
 pub struct SharedServices {
@@ -105,46 +77,34 @@ pub struct PluginContext {
     pub name: String,
     /// The Lua script, for plugins run by the Lua guest.
     pub script: Option<Vec<u8>>,
-    /// Resource limits.
-    pub limits: Limits,
+    /// What the plugin may do: its limits, HTTP policy and file access.
+    pub grants: Grants,
     /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
     pub tool_config: Arc<HashMap<String, String>>,
     /// The root for file access, or why there is none.
     pub files: Files,
-    /// How the plugin may use `files`.
-    pub file_access: FileAccess,
-    /// How to explain a refusal of what was not granted.
-    pub hints: Hints,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
-    /// The plugin's HTTP policy and bounds.
-    pub http_policy: HttpPolicy,
-    /// See `http_policy`.
-    pub http_settings: HttpSettings,
     /// The plugin's HTTP client, created on its first request.
     http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
 }
 
 impl PluginContext {
-    /// A context for plugin `name` running `script` (for Lua plugins) under `settings`
+    /// A context for plugin `name` running `script` (for Lua plugins) under `grants`
     /// and the services of `services`.
     pub fn new(
         name: String,
         script: Option<Vec<u8>>,
-        settings: PluginSettings,
+        grants: Grants,
         services: &SharedServices,
     ) -> Self {
         PluginContext {
             name,
             script,
-            limits: settings.limits,
+            grants,
             tool_config: services.tool_config.clone(),
             files: services.files.clone(),
-            file_access: settings.files,
-            hints: settings.hints,
             debug_log: services.debug_log.clone(),
-            http_policy: settings.http_policy,
-            http_settings: settings.http_settings,
             http_client: OnceLock::new(),
         }
     }
@@ -153,7 +113,8 @@ impl PluginContext {
     pub fn http(&self) -> Result<Arc<PluginHttp>, String> {
         self.http_client
             .get_or_init(|| {
-                PluginHttp::new(self.http_policy.clone(), self.http_settings.clone())
+                let grants = &self.grants;
+                PluginHttp::new(grants.http_policy.clone(), grants.http_settings.clone())
                     .map(Arc::new)
                     .map_err(|error| error.to_string())
             })

@@ -40,8 +40,8 @@ impl StoreState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let cap = MemoryCap::new(plugin.limits.linear_memory);
-        let ops = Operations::new(plugin.limits.max_pending_ops);
+        let cap = MemoryCap::new(plugin.grants.limits.linear_memory);
+        let ops = Operations::new(plugin.grants.limits.max_pending_ops);
         StoreState {
             wasi,
             table: ResourceTable::new(),
@@ -90,8 +90,11 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        if !self.plugin.file_access.can_read() {
-            return Err(format!("cannot read {path}: {}", self.plugin.hints.files));
+        if !self.plugin.grants.files.can_read() {
+            return Err(format!(
+                "cannot read {path}: {}",
+                self.plugin.grants.hints.files
+            ));
         }
         let root = self
             .plugin
@@ -99,15 +102,18 @@ impl toolcell::plugin::host::Host for StoreState {
             .root()
             .map_err(|reason| format!("cannot read {path}: {reason}"))?
             .clone();
-        let max_bytes = self.plugin.limits.memory;
+        let max_bytes = self.plugin.grants.limits.memory;
         tokio::task::spawn_blocking(move || root.read(&path, max_bytes))
             .await
             .unwrap_or_else(|error| Err(format!("the read was interrupted: {error}")))
     }
 
     async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        if !self.plugin.file_access.can_write() {
-            return Err(format!("cannot write {path}: {}", self.plugin.hints.files));
+        if !self.plugin.grants.files.can_write() {
+            return Err(format!(
+                "cannot write {path}: {}",
+                self.plugin.grants.hints.files
+            ));
         }
         let root = self
             .plugin

@@ -137,12 +137,12 @@ impl Supervisor {
         let (timeout, timeout_hint) = match timeout {
             Some(own) => (own, None),
             None => (
-                self.context.limits.call_timeout,
-                self.context.hints.timeout.clone(),
+                self.context.grants.limits.call_timeout,
+                self.context.grants.hints.timeout.clone(),
             ),
         };
         let deadline = Instant::now() + timeout;
-        let mut fuel = self.context.limits.fuel;
+        let mut fuel = self.context.grants.limits.fuel;
         let state = instance
             .start(call, &tool, &args, deadline, &mut fuel)
             .await;
@@ -301,7 +301,7 @@ impl Supervisor {
                 format!(
                     "it is now disabled: it crashed {} times within {} s",
                     self.crashes.len(),
-                    self.context.limits.crash_window.as_secs()
+                    self.context.grants.limits.crash_window.as_secs()
                 ),
             ),
             None => match self.restart().await {
@@ -331,7 +331,7 @@ impl Supervisor {
 
     /// Counts a crash; too many within the window disable the plugin.
     fn note_crash(&mut self, reason: &str) {
-        let limits = &self.context.limits;
+        let limits = &self.context.grants.limits;
         let now = Instant::now();
         self.crashes.push_back(now);
         while self
