@@ -11,6 +11,29 @@ use serde_json::Value;
 /// The most problems one error message lists; the rest are counted.
 pub const MAX_LISTED: usize = 10;
 
+/// Why a schema cannot check arguments; the text says where in the schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableSchema(String);
+
+/// What is wrong with a call's arguments: each problem (at most [`MAX_LISTED`]), in the
+/// order of their JSON pointers, and how many more there are. Shown on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ArgumentProblems {
+    listed: Vec<String>,
+    unlisted: usize,
+}
+
+impl std::fmt::Display for ArgumentProblems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.listed.join("; "))?;
+        if self.unlisted > 0 {
+            write!(f, "; and {} more problems", self.unlisted)?;
+        }
+        Ok(())
+    }
+}
+
 /// A compiled `params_schema`.
 pub struct ArgumentValidator {
     validator: jsonschema::Validator,
@@ -26,12 +49,12 @@ impl ArgumentValidator {
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+    pub fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         if !schema.is_object() {
-            return Err(format!(
+            return Err(UnusableSchema(format!(
                 "a params_schema must be a JSON object, not {}",
                 describe(schema)
-            ));
+            )));
         }
         jsonschema::options()
             .should_validate_formats(false)
@@ -39,16 +62,16 @@ impl ArgumentValidator {
             .map(|validator| ArgumentValidator { validator })
             .map_err(|error| {
                 let at = error.instance_path().as_str();
-                if at.is_empty() {
+                UnusableSchema(if at.is_empty() {
                     one_line(&error.to_string())
                 } else {
                     one_line(&format!("at `{at}` in the schema: {error}"))
-                }
+                })
             })
     }
 
-    /// Checks `args`; the error lists each problem, joined with "; ".
-    pub fn check(&self, args: &Value) -> Result<(), String> {
+    /// Checks `args`; the error lists each problem.
+    pub fn check(&self, args: &Value) -> Result<(), ArgumentProblems> {
         let mut problems: Vec<(String, String)> = self
             .validator
             .iter_errors(args)
@@ -63,16 +86,13 @@ impl ArgumentValidator {
         }
         problems.sort();
         problems.dedup();
-        let total = problems.len();
-        let mut listed: Vec<String> = problems
+        let unlisted = problems.len().saturating_sub(MAX_LISTED);
+        let listed: Vec<String> = problems
             .into_iter()
             .take(MAX_LISTED)
             .map(|(_, problem)| problem)
             .collect();
-        if total > MAX_LISTED {
-            listed.push(format!("and {} more problems", total - MAX_LISTED));
-        }
-        Err(listed.join("; "))
+        Err(ArgumentProblems { listed, unlisted })
     }
 }
 
@@ -127,7 +147,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "name": 1234567 }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, r#"value at `/name` is not of type "string""#);
     }
 
@@ -144,7 +165,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "count": 0, "tags": ["a", 2], "extra": true }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(!error.contains('\n'), "{error}");
         for part in [
             r#""name" is a required property"#,
@@ -165,7 +187,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "address": {} }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, r#""city" is a required property (at `/address`)"#);
     }
 
@@ -175,7 +198,8 @@ mod tests {
             json!({ "type": "object", "properties": { "xs": { "items": { "type": "string" } } } });
         let error = validator(schema)
             .check(&json!({ "xs": (0..25).collect::<Vec<_>>() }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error.split("; ").count(), MAX_LISTED + 1, "{error}");
         assert!(error.ends_with("and 15 more problems"), "{error}");
     }
@@ -184,7 +208,7 @@ mod tests {
     fn a_schema_problem_says_where_in_the_schema() {
         let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
         assert_eq!(
-            ArgumentValidator::compile(&schema).unwrap_err(),
+            ArgumentValidator::compile(&schema).unwrap_err().to_string(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
     }
@@ -203,7 +227,7 @@ mod tests {
             json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
             json!({ "$ref": "https://example.com/schema.json" }),
         ] {
-            let error = ArgumentValidator::compile(&schema).unwrap_err();
+            let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
             assert!(
                 !error.is_empty() && !error.contains('\n'),
                 "{schema}: {error}"

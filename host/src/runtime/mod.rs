@@ -348,7 +348,9 @@ impl Runtime {
             Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
         };
         match validator {
-            Some(validator) => validator.check(&args).map_err(invalid),
+            Some(validator) => validator
+                .check(&args)
+                .map_err(|problems| invalid(problems.to_string())),
             None => Ok(()),
         }
     }
