@@ -103,9 +103,10 @@ impl toolcell::plugin::host::Host for StoreState {
             .map_err(|reason| format!("cannot read {path}: {reason}"))?
             .clone();
         let max_bytes = self.plugin.grants.limits.memory;
-        tokio::task::spawn_blocking(move || root.read(&path, max_bytes))
-            .await
-            .unwrap_or_else(|error| Err(format!("the read was interrupted: {error}")))
+        match tokio::task::spawn_blocking(move || root.read(&path, max_bytes)).await {
+            Ok(read) => read.map_err(|error| error.to_string()),
+            Err(error) => Err(format!("the read was interrupted: {error}")),
+        }
     }
 
     async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
@@ -121,9 +122,10 @@ impl toolcell::plugin::host::Host for StoreState {
             .root()
             .map_err(|reason| format!("cannot write {path}: {reason}"))?
             .clone();
-        tokio::task::spawn_blocking(move || root.write(&path, &content))
-            .await
-            .unwrap_or_else(|error| Err(format!("the write was interrupted: {error}")))
+        match tokio::task::spawn_blocking(move || root.write(&path, &content)).await {
+            Ok(written) => written.map_err(|error| error.to_string()),
+            Err(error) => Err(format!("the write was interrupted: {error}")),
+        }
     }
 
     fn http_start(&mut self, call: u64, request: HttpRequest) -> Result<u64, String> {
@@ -132,7 +134,9 @@ impl toolcell::plugin::host::Host for StoreState {
             "POST" => Method::Post,
             other => return Err(format!("unsupported HTTP method {other:?}")),
         };
-        self.ops.admit(call, true)?;
+        self.ops
+            .admit(call, true)
+            .map_err(|refused| refused.to_string())?;
         let client = self.plugin.http()?;
         let request = http::Request {
             method,
@@ -153,7 +157,9 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        self.ops.admit(call, false)?;
+        self.ops
+            .admit(call, false)
+            .map_err(|refused| refused.to_string())?;
         Ok(self.ops.spawn(call, false, async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             OpOutcome::TimerFired
