@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Linker;
 
 use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
@@ -14,7 +14,8 @@ use crate::guest;
 use crate::integrity::Pins;
 use crate::manifest::Manifest;
 use crate::sandbox::{
-    self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices, StoreState,
+    self, CodeError, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
+    StoreState,
 };
 use crate::signature::TrustPolicy;
 use crate::source::{self, Admission, Code, Refusal};
@@ -136,9 +137,9 @@ impl Loader {
             Code::Component { bytes, digest } => self.component_pre(bytes, digest).await,
         };
         let outcome = match pre {
-            Err(message) => Err(Refusal {
+            Err(error) => Err(Refusal {
                 kind: DiagnosticKind::LoadFailed,
-                message,
+                message: error.to_string(),
             }),
             Ok(pre) => {
                 let context = PluginContext::new(
@@ -168,20 +169,19 @@ impl Loader {
     }
 
     /// Compiles a component (off the async threads: a large one takes seconds).
-    async fn component_pre(&self, bytes: Vec<u8>, digest: String) -> Result<PluginPre, String> {
+    async fn component_pre(&self, bytes: Vec<u8>, digest: String) -> Result<PluginPre, CodeError> {
         let (engine, cache) = (self.engine.clone(), self.cache.clone());
         let component = tokio::task::spawn_blocking(move || {
             cache
                 .component(&engine, &bytes, Some(&digest))
-                .map_err(|error| format!("not a valid wasm component: {error:#}"))
+                .map_err(|error| CodeError::NotAComponent(format!("{error:#}")))
         })
         .await
-        .map_err(|error| format!("compiling was interrupted: {error}"))??;
-        self.pre_of(&component)
-    }
-
-    fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
-        sandbox::link(self.linker, component)
+        .map_err(|error| CodeError::Interrupted {
+            what: "compiling",
+            reason: error.to_string(),
+        })??;
+        sandbox::link(self.linker, &component)
     }
 }
 

@@ -50,13 +50,40 @@ pub fn linker(engine: &Engine) -> Result<&'static Linker<StoreState>, String> {
         .map_err(Clone::clone)
 }
 
+/// Why a plugin's code cannot run: it does not compile, or does not fit the plugin
+/// world. (The texts carry wasmtime's reasons, so that a failed compilation can be
+/// shared by every load that waited for it.)
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodeError {
+    /// The bytes are not a component wasmtime can compile.
+    #[error("not a valid wasm component: {0}")]
+    NotAComponent(String),
+    /// The Lua guest built into toolcell does not compile (a broken build).
+    #[error("the embedded Lua runtime does not compile: {0}")]
+    LuaRuntime(String),
+    /// The compilation's task ended before it did ("compiling", "compiling the Lua
+    /// runtime").
+    #[error("{what} was interrupted: {reason}")]
+    Interrupted {
+        /// What was compiling.
+        what: &'static str,
+        /// Why it stopped.
+        reason: String,
+    },
+    /// Its imports are not what the host provides.
+    #[error("the component does not fit toolcell's plugin world: {0}")]
+    DoesNotFit(String),
+    /// It does not export the guest interface the host calls.
+    #[error("the component does not export the plugin interface: {0}")]
+    NoPluginInterface(String),
+}
+
 /// Links `component` against the host, checking that it fits the plugin world.
-pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<PluginPre, String> {
-    let pre = linker.instantiate_pre(component).map_err(|error| {
-        format!("the component does not fit toolcell's plugin world: {error:#}")
-    })?;
-    PluginPre::new(pre)
-        .map_err(|error| format!("the component does not export the plugin interface: {error:#}"))
+pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<PluginPre, CodeError> {
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|error| CodeError::DoesNotFit(format!("{error:#}")))?;
+    PluginPre::new(pre).map_err(|error| CodeError::NoPluginInterface(format!("{error:#}")))
 }
 
 /// Services every plugin of a runtime shares.
