@@ -41,7 +41,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::files::FileAccess;
-use crate::http::{HostGrant, HttpPolicy, HttpSettings};
+use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
 use crate::signature::TrustPolicy;
 
@@ -138,6 +138,14 @@ pub struct PluginSection {
     pub files: PluginFilesSection,
 }
 
+/// An `allow` entry of an `[http]` section that is not a host grant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("http.allow entry {entry:?}: {source}")]
+pub struct BadAllowEntry {
+    entry: String,
+    source: HostGrantError,
+}
+
 /// A configuration file that could not be used; the text says what and where.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -179,7 +187,10 @@ impl Config {
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let config: Config =
             toml::from_str(text).map_err(|error| ConfigError(one_line(&error.to_string())))?;
-        config.http.policy(&[]).map_err(ConfigError)?;
+        config
+            .http
+            .policy(&[])
+            .map_err(|error| ConfigError(error.to_string()))?;
         for (name, plugin) in &config.plugins {
             plugin
                 .http
@@ -234,14 +245,13 @@ impl HttpSection {
     }
 
     /// The policy of this section's grants and `extra`, and its public switch.
-    pub(crate) fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, String> {
+    pub(crate) fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, BadAllowEntry> {
         let mut grants = extra.to_vec();
         for entry in &self.allow {
-            grants.push(
-                entry
-                    .parse()
-                    .map_err(|error| format!("http.allow entry {entry:?}: {error}"))?,
-            );
+            grants.push(entry.parse().map_err(|source| BadAllowEntry {
+                entry: entry.clone(),
+                source,
+            })?);
         }
         Ok(HttpPolicy::new(grants, self.public.unwrap_or(true)))
     }

@@ -6,13 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::artifact::Artifact;
+use crate::artifact::{Artifact, ArtifactError};
 use crate::cache::{CodeCache, sha256_hex};
 use crate::files::FileAccess;
 use crate::manifest::{self, Manifest};
 use crate::signature::{self, PublicKey, TrustPolicy};
 use crate::wit_version;
-use crate::{Diagnostic, Runtime, ToolInfo};
+use crate::{BuildError, Diagnostic, Runtime, ToolInfo};
 
 /// What a plugin file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,10 +61,36 @@ pub struct Report {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Why a plugin file could not be inspected at all.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A `.wasm` that is not a component.
+    #[error("{}: {source}", path.display())]
+    NotAComponent {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: ArtifactError,
+    },
+    /// The sandbox it is loaded into could not be set up.
+    #[error(transparent)]
+    Runtime(#[from] BuildError),
+}
+
 /// Inspects the plugin file `path` (`*.lua` or `*.wasm`).
-pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
-    let bytes =
-        std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, InspectError> {
+    let bytes = std::fs::read(path).map_err(|source| InspectError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let is_lua = path.extension().is_some_and(|extension| extension == "lua");
     let mut report = Report {
         file: path.to_path_buf(),
@@ -93,8 +119,10 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
             Err(error) => Err(format!("cannot read {}: {error}", sidecar.display())),
         };
     } else {
-        let artifact =
-            Artifact::parse(&bytes).map_err(|error| format!("{}: {error}", path.display()))?;
+        let artifact = Artifact::parse(&bytes).map_err(|source| InspectError::NotAComponent {
+            path: path.to_path_buf(),
+            source,
+        })?;
         report.kind = match artifact.script() {
             Ok(Some(_)) => Kind::PackedLua,
             _ => Kind::Component,
@@ -119,8 +147,7 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
         .debug_log(None)
         .cache(cache)
         .build()
-        .await
-        .map_err(|error| error.to_string())?;
+        .await?;
     // Inspecting grants no file access on purpose; that cut is not the plugin's problem.
     report.diagnostics = runtime
         .diagnostics()

@@ -40,8 +40,8 @@ pub(super) fn run(args: PackArgs) -> ExitCode {
             args.input.clone()
         }
     });
-    if let Err(message) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
-        return usage_error(&message);
+    if let Err(error) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
+        return usage_error(&error.to_string());
     }
     if packed.dropped_signatures > 0 {
         eprintln!(
