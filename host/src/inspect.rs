@@ -80,6 +80,9 @@ pub enum InspectError {
         /// Why.
         source: ArtifactError,
     },
+    /// No empty directory could be made to be its file root.
+    #[error("cannot create an empty file root: {0}")]
+    NoRoot(std::io::Error),
     /// The sandbox it is loaded into could not be set up.
     #[error(transparent)]
     Runtime(#[from] BuildError),
@@ -139,22 +142,8 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, InspectErr
         };
         report.signatures = signature::verify(&artifact);
     }
-    let runtime = Runtime::builder()
-        .plugin_file(path)
-        .root(std::env::temp_dir())
-        .file_access(FileAccess::None)
-        .trust(TrustPolicy::default())
-        .debug_log(None)
-        .cache(cache)
-        .build()
-        .await?;
-    // Inspecting grants no file access on purpose; that cut is not the plugin's problem.
-    report.diagnostics = runtime
-        .diagnostics()
-        .iter()
-        .filter(|diagnostic| diagnostic.kind != crate::DiagnosticKind::CapabilityDenied)
-        .cloned()
-        .collect();
+    let (runtime, diagnostics) = load_without_files(path, cache).await?;
+    report.diagnostics = diagnostics;
     report.tools = if runtime.plugins().is_empty() {
         Err(runtime
             .diagnostics()
@@ -166,4 +155,32 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, InspectErr
         Ok(runtime.tools().to_vec())
     };
     Ok(report)
+}
+
+/// Loads the plugin file `path` alone, as `call` would, but with no files to touch (its
+/// root is an empty directory and its access none), for looking at a plugin without
+/// running it for real (`inspect`, `pack`'s check). Returns the runtime and what loading
+/// reported, less the capability cut that this implies, which is not the plugin's
+/// problem.
+pub async fn load_without_files(
+    path: &Path,
+    cache: CodeCache,
+) -> Result<(Runtime, Vec<Diagnostic>), InspectError> {
+    let root = tempfile::tempdir().map_err(InspectError::NoRoot)?;
+    let runtime = Runtime::builder()
+        .plugin_file(path)
+        .root(root.path())
+        .file_access(FileAccess::None)
+        .trust(TrustPolicy::default())
+        .debug_log(None)
+        .cache(cache)
+        .build()
+        .await?;
+    let diagnostics = runtime
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.kind != crate::DiagnosticKind::CapabilityDenied)
+        .cloned()
+        .collect();
+    Ok((runtime, diagnostics))
 }

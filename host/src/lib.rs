@@ -31,6 +31,7 @@ pub mod pack;
 pub mod reload;
 mod runtime;
 mod sandbox;
+pub mod scaffold;
 pub mod schema;
 pub mod signature;
 mod snapshot;

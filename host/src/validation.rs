@@ -11,20 +11,26 @@ use serde_json::Value;
 /// The most problems one error message lists; the rest are counted.
 pub const MAX_LISTED: usize = 10;
 
-/// Why a schema cannot check arguments; the text says where in the schema.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UnusableSchema(String);
-
-/// What is wrong with a call's arguments: each problem (at most [`MAX_LISTED`]), in the
-/// order of their JSON pointers, and how many more there are. Shown on one line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ArgumentProblems {
+/// Problems, shown on one line joined with "; ": at most [`MAX_LISTED`] of them, then
+/// how many more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problems {
     listed: Vec<String>,
     unlisted: usize,
 }
 
-impl std::fmt::Display for ArgumentProblems {
+impl Problems {
+    fn new(mut all: Vec<String>) -> Self {
+        let unlisted = all.len().saturating_sub(MAX_LISTED);
+        all.truncate(MAX_LISTED);
+        Problems {
+            listed: all,
+            unlisted,
+        }
+    }
+}
+
+impl std::fmt::Display for Problems {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.listed.join("; "))?;
         if self.unlisted > 0 {
@@ -33,6 +39,18 @@ impl std::fmt::Display for ArgumentProblems {
         Ok(())
     }
 }
+
+/// Why a schema cannot check arguments: each place where it breaks its draft's
+/// meta-schema, or what compiling it stopped at, saying where in the schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableSchema(pub Problems);
+
+/// What is wrong with a call's arguments: each problem with the JSON pointer of the
+/// offending value, in the order of the pointers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgumentProblems(pub Problems);
 
 /// A compiled `params_schema`.
 pub struct ArgumentValidator {
@@ -51,22 +69,22 @@ impl ArgumentValidator {
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
     pub fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         if !schema.is_object() {
-            return Err(UnusableSchema(format!(
+            return Err(UnusableSchema(Problems::new(vec![format!(
                 "a params_schema must be a JSON object, not {}",
                 describe(schema)
-            )));
+            )])));
         }
         jsonschema::options()
             .should_validate_formats(false)
             .build(schema)
             .map(|validator| ArgumentValidator { validator })
             .map_err(|error| {
-                let at = error.instance_path().as_str();
-                UnusableSchema(if at.is_empty() {
-                    one_line(&error.to_string())
-                } else {
-                    one_line(&format!("at `{at}` in the schema: {error}"))
-                })
+                let first = schema_problem(&error);
+                let mut problems = meta_problems(schema);
+                if !problems.contains(&first) {
+                    problems.push(first);
+                }
+                UnusableSchema(Problems::new(problems))
             })
     }
 
@@ -86,13 +104,37 @@ impl ArgumentValidator {
         }
         problems.sort();
         problems.dedup();
-        let unlisted = problems.len().saturating_sub(MAX_LISTED);
-        let listed: Vec<String> = problems
-            .into_iter()
-            .take(MAX_LISTED)
-            .map(|(_, problem)| problem)
-            .collect();
-        Err(ArgumentProblems { listed, unlisted })
+        Err(ArgumentProblems(Problems::new(
+            problems.into_iter().map(|(_, problem)| problem).collect(),
+        )))
+    }
+}
+
+/// Every place where `schema` breaks its draft's meta-schema, so an author fixes them
+/// all at once (compiling stops at the first). Nothing for a schema naming a
+/// meta-schema this build does not know: compiling already said so.
+fn meta_problems(schema: &Value) -> Vec<String> {
+    if jsonschema::Draft::default().detect(schema) == jsonschema::Draft::Unknown {
+        return Vec::new();
+    }
+    let Ok(meta) = jsonschema::meta::validator_for(schema) else {
+        return Vec::new();
+    };
+    let mut problems: Vec<String> = meta
+        .iter_errors(schema)
+        .map(|e| schema_problem(&e))
+        .collect();
+    problems.dedup();
+    problems
+}
+
+/// One problem of a schema, saying where in it.
+fn schema_problem(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().as_str();
+    if at.is_empty() {
+        one_line(&error.to_string())
+    } else {
+        one_line(&format!("at `{at}` in the schema: {error}"))
     }
 }
 
@@ -211,6 +253,27 @@ mod tests {
             ArgumentValidator::compile(&schema).unwrap_err().to_string(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
+    }
+
+    #[test]
+    fn every_problem_of_a_schema_is_listed() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": { "minimum": "one" },
+                "s": { "type": "text" },
+                "t": { "maxLength": -1 }
+            }
+        });
+        let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
+        for part in [
+            r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#,
+            "at `/properties/s/type` in the schema:",
+            "at `/properties/t/maxLength` in the schema:",
+        ] {
+            assert!(error.contains(part), "expected {part:?} in {error:?}");
+        }
+        assert_eq!(error.split("; ").count(), 3, "{error}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::artifact::WIT_PACKAGE;
 pub const WIT_VERSION: &str = "0.2.0";
 
 /// The last version of each older series this toolcell still links, and so loads.
-pub const LEGACY_WIT_VERSIONS: &[&str] = &["0.1.1"];
+pub const LEGACY_WIT_VERSIONS: &[&str] = &["0.1.2"];
 
 /// Why a plugin's WIT version cannot be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,14 +114,14 @@ mod tests {
         );
         assert_eq!(host_version(), v(WIT_VERSION));
         let legacy = include_str!("../../wit/0.1/plugin.wit");
-        assert_eq!(LEGACY_WIT_VERSIONS, ["0.1.1"]);
-        assert!(legacy.contains(&format!("package {WIT_PACKAGE}@0.1.1;")));
+        assert_eq!(LEGACY_WIT_VERSIONS, ["0.1.2"]);
+        assert!(legacy.contains(&format!("package {WIT_PACKAGE}@0.1.2;")));
     }
 
     #[test]
     fn this_series_and_the_linked_older_ones_load_and_others_do_not() {
         assert_eq!(WIT_VERSION, "0.2.0", "update the versions below");
-        for loads in ["0.2.0", "0.1.0", "0.1.1"] {
+        for loads in ["0.2.0", "0.1.0", "0.1.1", "0.1.2"] {
             assert_eq!(check(&v(loads)), Ok(()), "{loads}");
         }
         for (plugin, linked, expected) in [
@@ -138,9 +138,9 @@ mod tests {
                 "newer than this toolcell's toolcell:plugin@0.2.0",
             ),
             (
+                "0.1.3",
                 "0.1.2",
-                "0.1.1",
-                "newer than this toolcell's toolcell:plugin@0.1.1",
+                "newer than this toolcell's toolcell:plugin@0.1.2",
             ),
         ] {
             let error = check(&v(plugin)).expect_err(plugin).to_string();

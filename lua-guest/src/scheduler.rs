@@ -15,9 +15,8 @@ use mlua::{Function, Lua, MultiValue, Table, Thread, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::{CallState, OpOutcome};
-use crate::errors;
-use crate::sandbox::Watchdog;
 use crate::tasks::{self, MainWait, Task};
+use crate::{errors, watchdog};
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -201,14 +200,25 @@ enum Finish {
 
 /// Runs the ready coroutines of `id` until none is ready, and reports where the call
 /// stands. Ends (and forgets) the call when its main coroutine ends or it times out.
-pub fn run(lua: &Lua, watchdog: &Watchdog, id: CallId) -> CallState {
-    match run_until_blocked(lua, watchdog, id) {
+pub fn run(lua: &Lua, id: CallId) -> CallState {
+    match run_until_blocked(lua, id) {
         Ok(state) => state,
         Err(error) => end_call(id, failed(lua, &error)),
     }
 }
 
-fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result<CallState> {
+/// `state`, unless the watchdog stopped the step: then the call ends as timed out,
+/// whichever part of the step (plugin code, or the runtime's own work for it) the
+/// deadline error interrupted.
+pub fn stopped_or(id: CallId, state: CallState) -> CallState {
+    if watchdog::tripped() {
+        end_call(id, CallState::TimedOut)
+    } else {
+        state
+    }
+}
+
+fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
     loop {
         let next = with(|scheduler| {
             let Some(call) = scheduler.calls.get_mut(&id) else {
@@ -233,7 +243,7 @@ fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result
             scheduler.running = None;
             Ok(())
         })?;
-        if watchdog.tripped() {
+        if watchdog::tripped() {
             return Ok(end_call(id, CallState::TimedOut));
         }
         let finish = match result {
@@ -265,15 +275,22 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
                     failed(lua, &error)
                 }
             }
-            Finish::Returned(_) => match call.ending.take() {
+            Finish::Returned(values) => match call.ending.take() {
                 Some(Ending::Failed(message)) => CallState::Failed(message),
                 Some(Ending::BrokeRule(message)) => CallState::BrokeRule(message),
                 _ if live > 0 => CallState::BrokeRule(format!(
                     "invoke returned while {live} task(s) were still running; they were cancelled"
                 )),
-                None => CallState::BrokeRule(
-                    "invoke returned without calling ctx:complete or ctx:fail".to_string(),
-                ),
+                None => CallState::BrokeRule(match values.front() {
+                    None | Some(Value::Nil) => {
+                        "invoke returned without calling ctx:complete or ctx:fail".to_string()
+                    }
+                    Some(value) => format!(
+                        "invoke returned a value ({}) without calling ctx:complete or ctx:fail; \
+                         the value is ignored: pass the result as a string to ctx:complete",
+                        errors::type_name(value)
+                    ),
+                }),
                 Some(Ending::Completed(result)) => match tasks::unobserved_error(call) {
                     Some(error) => CallState::BrokeRule(format!(
                         "the tool completed while a task error was never observed: {error}"

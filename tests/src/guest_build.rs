@@ -144,7 +144,7 @@ fn build_wit_version_guest(version: &str) -> Result<PathBuf, String> {
         std::fs::write(path, content).map_err(|error| format!("{}: {error}", path.display()))
     };
     let (source, declared) = if version.starts_with("0.1.") {
-        ("wit/0.1/plugin.wit", "0.1.1")
+        ("wit/0.1/plugin.wit", "0.1.2")
     } else {
         ("wit/plugin.wit", toolcell::wit_version::WIT_VERSION)
     };

@@ -236,6 +236,7 @@ impl RuntimeBuilder {
             tools: Vec::new(),
             entries: Vec::new(),
             by_name: HashMap::new(),
+            unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
             max_args_bytes,

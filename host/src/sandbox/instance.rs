@@ -321,7 +321,7 @@ impl Instance {
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
         self.ops().begin_call(call);
-        let hard_deadline = self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(call, *fuel, deadline);
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = self
             .guest
@@ -339,7 +339,7 @@ impl Instance {
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
-        let hard_deadline = self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(call, *fuel, deadline);
         let step = self.guest.resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
         self.finish(result, fuel).map(|state| self.step(state))
@@ -350,7 +350,7 @@ impl Instance {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
         let mut fuel = self.store.data().plugin.grants.limits.fuel;
-        let hard_deadline = self.prepare(fuel, Instant::now());
+        let hard_deadline = self.prepare(call, fuel, Instant::now());
         let step = self.guest.cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
         self.ops().end_call(call);
@@ -362,11 +362,20 @@ impl Instance {
         self.ops().end_call(call);
     }
 
-    /// Arms the backstops for a step that should end by `deadline`; returns the hard
-    /// deadline (the deadline plus the grace period).
-    fn prepare(&mut self, fuel: u64, deadline: Instant) -> Instant {
+    /// What the guest said was running when it stopped the last step (for Lua: a
+    /// finalizer), to add to a timeout's message.
+    pub fn take_timeout_note(&mut self) -> Option<String> {
+        self.store.data_mut().timeout_note.take()
+    }
+
+    /// Arms the backstops for a step of `call` that should end by `deadline`; returns
+    /// the hard deadline (the deadline plus the grace period).
+    fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
         let hard_deadline = deadline + self.store.data().plugin.grants.limits.deadline_grace;
         arm(&mut self.store, fuel, hard_deadline);
+        let state = self.store.data_mut();
+        state.running = Some(call);
+        state.timeout_note = None;
         self.refusals_before_step = self.store.data().cap.refusals();
         hard_deadline
     }
@@ -463,10 +472,16 @@ fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_bef
         );
     }
     if error.downcast_ref::<HardDeadline>().is_some() {
-        return Crash::new(
-            CrashCause::Deadline,
-            "it kept running past its deadline without returning control",
-        );
+        // A Lua plugin's deadline check runs everywhere Lua code runs and in the
+        // standard library's own loops (third_party/lua-src/PATCHED.md): what it cannot
+        // stop is a loop inside one C function.
+        let reason = if store.data().plugin.script.is_some() {
+            "it kept running past its deadline inside one C function, where no deadline \
+             check runs (such as string.rep of a huge count, or a pattern that backtracks)"
+        } else {
+            "it kept running past its deadline without returning control"
+        };
+        return Crash::new(CrashCause::Deadline, reason);
     }
     match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => Crash::new(

@@ -11,10 +11,12 @@
 //!   operation outcomes, expires and cancels calls, restarts the instance after a crash;
 //! - `actor`: how calls reach the supervisor: on the caller's thread when the plugin is
 //!   idle, otherwise through the plugin's actor task, which also delivers operation
-//!   outcomes and watches deadlines.
+//!   outcomes and watches deadlines;
+//! - `interrupts`: cancellations that reach a step while it runs.
 
 mod actor;
 mod instance;
+mod interrupts;
 mod limiter;
 mod ops;
 mod state;
@@ -35,6 +37,7 @@ use crate::debug_log::DebugLog;
 use crate::files::Files;
 use crate::grants::Grants;
 use crate::http::PluginHttp;
+use interrupts::Interrupts;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
 /// and the toolcell host services. Built once per process.
@@ -97,8 +100,8 @@ pub struct SharedServices {
     pub debug_log: Option<Arc<DebugLog>>,
 }
 
-/// Everything a plugin's sandbox needs to know about its plugin; shared read-only by
-/// the actor and every store the plugin ever gets.
+/// Everything a plugin's sandbox needs to know about its plugin; shared by the actor
+/// and every store the plugin ever gets, read-only but for `interrupts`.
 pub struct PluginContext {
     /// The plugin's name: its id.
     pub name: String,
@@ -114,6 +117,8 @@ pub struct PluginContext {
     pub debug_log: Option<Arc<DebugLog>>,
     /// The plugin's HTTP client, created on its first request.
     http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
+    /// Its calls cancelled while a step may be running.
+    pub interrupts: Interrupts,
 }
 
 impl PluginContext {
@@ -133,6 +138,7 @@ impl PluginContext {
             files: services.files.clone(),
             debug_log: services.debug_log.clone(),
             http_client: OnceLock::new(),
+            interrupts: Interrupts::default(),
         }
     }
 

@@ -14,6 +14,9 @@ use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0
 use crate::clock;
 use crate::http::{self, Method};
 
+/// The longest `timeout-note` kept: a sentence, not a payload.
+const MAX_TIMEOUT_NOTE: usize = 1024;
+
 /// What a plugin's store holds.
 pub struct StoreState {
     wasi: WasiCtx,
@@ -27,6 +30,10 @@ pub struct StoreState {
     /// The step running now must end by this instant, or it is stopped (at a fuel yield,
     /// or at an epoch tick when epoch interruption stands in for fuel yields).
     pub(super) hard_deadline: Instant,
+    /// The call whose step runs now (none while the plugin loads).
+    pub(super) running: Option<u64>,
+    /// What the guest said was running when it stopped the step (`timeout-note`).
+    pub(super) timeout_note: Option<String>,
 }
 
 impl StoreState {
@@ -49,6 +56,8 @@ impl StoreState {
             plugin,
             ops,
             hard_deadline: Instant::now(),
+            running: None,
+            timeout_note: None,
         }
     }
 }
@@ -83,6 +92,24 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn now(&mut self) -> u64 {
         clock::now()
+    }
+
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        clock::now() > deadline
+            || self
+                .running
+                .is_some_and(|call| self.plugin.interrupts.is_requested(call))
+    }
+
+    fn timeout_note(&mut self, mut note: String) {
+        if note.len() > MAX_TIMEOUT_NOTE {
+            let mut end = MAX_TIMEOUT_NOTE;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+        }
+        self.timeout_note = Some(note);
     }
 
     fn config(&mut self, key: String) -> Option<String> {
@@ -181,6 +208,14 @@ impl v0_1::toolcell::plugin::host::Host for StoreState {
 
     fn now(&mut self) -> u64 {
         toolcell::plugin::host::Host::now(self)
+    }
+
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        toolcell::plugin::host::Host::interrupted(self, deadline)
+    }
+
+    fn timeout_note(&mut self, note: String) {
+        toolcell::plugin::host::Host::timeout_note(self, note);
     }
 
     fn config(&mut self, key: String) -> Option<String> {

@@ -196,7 +196,7 @@ impl Supervisor {
             Ok(Step::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
             Ok(Step::BrokeRule(message)) => CallOutcome::BrokeRule(bounded_message(message)),
             Ok(Step::OutOfMemory(message)) => CallOutcome::OutOfMemory(bounded_message(message)),
-            Ok(Step::TimedOut) => CallOutcome::TimedOut(timeout_message(&host_call)),
+            Ok(Step::TimedOut) => self.stopped(call, &host_call),
             Err(crash) => {
                 self.crashed(crash, Some(host_call)).await;
                 return;
@@ -206,6 +206,20 @@ impl Supervisor {
             instance.end_call(call);
         }
         let _ = host_call.reply.send(outcome);
+    }
+
+    /// How a call ended whose step the guest stopped: cancelled, when the caller
+    /// cancelled it (the guest's deadline check saw it), else timed out, with what the
+    /// guest said was running then.
+    fn stopped(&mut self, call: CallId, host_call: &HostCall) -> CallOutcome {
+        let note = self.instance.as_mut().and_then(Instance::take_timeout_note);
+        if let Some(reason) = self.context.interrupts.take(call) {
+            return CallOutcome::Cancelled(format!("cancelled: {reason}"));
+        }
+        CallOutcome::TimedOut(match note {
+            Some(note) => format!("{}; {note}", timeout_message(host_call)),
+            None => timeout_message(host_call),
+        })
     }
 
     /// Delivers an operation's outcome to the call waiting for it.
@@ -259,6 +273,7 @@ impl Supervisor {
     /// Ends call `call` inside the plugin (its whole family, with the failure message
     /// as the reason) and answers it with `outcome`.
     async fn end(&mut self, call: CallId, outcome: CallOutcome) {
+        self.context.interrupts.take(call);
         let Some(host_call) = self.calls.remove(&call) else {
             return;
         };

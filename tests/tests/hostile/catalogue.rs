@@ -26,7 +26,19 @@ fn crashed_elsewhere(plugin: &str, reason: &str) -> String {
     )
 }
 
-const PAST_DEADLINE: &str = "it kept running past its deadline without returning control";
+/// How a Lua plugin's crash at the hard deadline reads.
+const PAST_DEADLINE_IN_C: &str = "it kept running past its deadline inside one C function, \
+     where no deadline check runs (such as string.rep of a huge count, or a pattern that \
+     backtracks)";
+
+/// How a call that ran into a finalizer at its deadline fails.
+fn timed_out_in_finalizer(tool: &str, ms: u32) -> String {
+    format!(
+        "tool '{tool}' timed out after {ms} ms; the deadline passed while a finalizer (__gc) \
+         ran; finalizers run during whichever call collects the garbage, so it may have been \
+         left by another call"
+    )
+}
 
 fn path(path: &str) -> String {
     serde_json::json!({ "path": path }).to_string()
@@ -63,9 +75,39 @@ fn cpu() -> Vec<Attack> {
             .load_fails(
                 "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",
             ),
-        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work the hook cannot see")
-            .fails_as("flood", "{}", "crashed", &crashed("gsub_flood", PAST_DEADLINE))
+        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work charged to the check")
+            .fails_as("flood", "{}", "timed_out", "tool 'flood' timed out after 300 ms")
             .completes("flood_alive", "{}", "alive"),
+        attack(Cpu, "c_loop", "a loop inside one C function: string.rep(\"\", 2^53)")
+            .fails_as("c_spin", "{}", "crashed", &crashed("c_loop", PAST_DEADLINE_IN_C))
+            .completes("c_calls", "{}", "0"),
+        attack(Cpu, "callbacks_from_c", "Lua callbacks C runs in a loop, without calls or loops")
+            .packed_too()
+            .fails_as("move_spin", "{}", "timed_out", "tool 'move_spin' timed out after 200 ms")
+            .fails_as("concat_spin", "{}", "timed_out", "tool 'concat_spin' timed out after 200 ms")
+            .fails_as("sort_spin", "{}", "timed_out", "tool 'sort_spin' timed out after 200 ms")
+            .fails_as("lt_spin", "{}", "timed_out", "tool 'lt_spin' timed out after 200 ms")
+            .fails_as("gsub_spin", "{}", "timed_out", "tool 'gsub_spin' timed out after 200 ms")
+            .completes("callback_calls", "{}", "5"),
+        attack(Cpu, "close_after_deadline", "<close> handlers that never end, after the deadline")
+            .packed_too()
+            .fails_as("close_spin", "{}", "timed_out", "tool 'close_spin' timed out after 200 ms")
+            .fails_as("close_spin_pcall", "{}", "timed_out", "tool 'close_spin_pcall' timed out after 200 ms")
+            .fails_as("close_spin_task", "{}", "timed_out", "tool 'close_spin_task' timed out after 200 ms")
+            .completes("close_calls", "{}", "3"),
+        attack(Cpu, "finalizer_spin", "finalizers that never end, in the call that collects them")
+            .packed_too()
+            .completes("litter", "{}", "littered")
+            .fails_as("victim", "{}", "timed_out", &timed_out_in_finalizer("victim", 300))
+            .fails_as("own_garbage", "{}", "timed_out", &timed_out_in_finalizer("own_garbage", 300))
+            .completes("finalizer_calls", "{}", "3"),
+        attack(Cpu, "host_service_spin", "loops of host services and JSON work the VM count misses")
+            .packed_too()
+            .fails_as("read_spin", "{}", "timed_out", "tool 'read_spin' timed out after 300 ms")
+            .fails_as("read_spin_kept", "{}", "timed_out", "tool 'read_spin_kept' timed out after 300 ms")
+            .fails_as("write_spin", "{}", "timed_out", "tool 'write_spin' timed out after 300 ms")
+            .fails_as("decode_spin", "{}", "timed_out", "tool 'decode_spin' timed out after 300 ms")
+            .completes("service_calls", "{}", "4"),
         attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
             // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
             // stops the recursion first.
@@ -609,7 +651,8 @@ fn protocol() -> Vec<Attack> {
             .fails(
                 "complete_table",
                 "{}",
-                "complete_non_string.lua:3: ctx:complete expects a string, got table",
+                "complete_non_string.lua:3: ctx:complete expects a string, got table \
+                 (json.encode(value) turns a table into a JSON string)",
             )
             .fails(
                 "complete_nil",
