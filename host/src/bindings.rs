@@ -91,17 +91,17 @@ pub mod v0_1 {
     }
 
     /// An operation's outcome for a 0.1 guest.
-    pub fn op_outcome(outcome: &super::OpOutcome) -> old::OpOutcome {
+    pub fn op_outcome(outcome: super::OpOutcome) -> old::OpOutcome {
         match outcome {
             new::OpOutcome::TimerFired => old::OpOutcome::TimerFired,
             new::OpOutcome::HttpResponse(response) => {
                 old::OpOutcome::HttpResponse(old::HttpResponse {
                     status: response.status,
-                    headers: response.headers.clone(),
-                    body: response.body.clone(),
+                    headers: response.headers,
+                    body: response.body,
                 })
             }
-            new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message.clone()),
+            new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
         }
     }
 

@@ -115,12 +115,12 @@ impl Guest {
         store: &mut Store<StoreState>,
         call: u64,
         op: u64,
-        outcome: &OpOutcome,
+        outcome: OpOutcome,
     ) -> wasmtime::Result<(CallState, Option<String>)> {
         match self {
             Guest::Current(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
-                let state = guest.call_resume(store, call, op, outcome).await?;
+                let state = guest.call_resume(store, call, op, &outcome).await?;
                 Ok((state, None))
             }
             Guest::V0_1(plugin) => {
@@ -335,7 +335,7 @@ impl Instance {
         &mut self,
         call: u64,
         op: u64,
-        outcome: &OpOutcome,
+        outcome: OpOutcome,
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<Step, Crash> {

@@ -237,7 +237,7 @@ impl Supervisor {
             .resume(
                 event.call,
                 event.op,
-                &event.outcome,
+                event.outcome,
                 host_call.deadline,
                 &mut host_call.fuel,
             )
