@@ -15,7 +15,7 @@ use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationCon
 
 use crate::cache::CodeCache;
 use crate::guest;
-use crate::sandbox::{self, PluginPre, StoreState};
+use crate::sandbox::{self, CodeError, PluginPre, StoreState};
 
 /// How an engine is set up. The defaults are what the `toolcell` command runs with,
 /// except the cache: the library keeps compiled code only where it is told to.
@@ -89,7 +89,7 @@ struct Inner {
     /// granted its reservation).
     pooling: bool,
     /// The Lua guest, compiled and linked by the first load that needs it.
-    lua_guest: OnceCell<Result<PluginPre, String>>,
+    lua_guest: OnceCell<Result<PluginPre, CodeError>>,
 }
 
 impl Engine {
@@ -150,15 +150,15 @@ impl Engine {
     }
 
     /// Links `component` against the host, checking that it fits the plugin world.
-    pub(crate) fn link(&self, component: &Component) -> Result<PluginPre, String> {
-        sandbox::link(&self.inner.linker, component, self.inner.options.fuel)
+    pub(crate) fn link(&self, component: &Component) -> Result<PluginPre, CodeError> {
+        sandbox::link(&self.inner.linker, component)
     }
 
     /// The Lua guest, linked. The first caller prepares and compiles it (or reads it
     /// from `cache`: the engine's cache, or none for a runtime that may not use it) on
     /// the blocking pool; every later caller, from any runtime of this engine, gets a
     /// clone of the same linked guest without leaving its task.
-    pub(crate) async fn lua_guest(&self, cache: &CodeCache) -> Result<PluginPre, String> {
+    pub(crate) async fn lua_guest(&self, cache: &CodeCache) -> Result<PluginPre, CodeError> {
         self.inner
             .lua_guest
             .get_or_init(|| {
@@ -167,14 +167,13 @@ impl Engine {
                     tokio::task::spawn_blocking(move || {
                         let component =
                             guest::compile(engine.wasmtime(), &cache, engine.options().snapshot)
-                                .map_err(|error| {
-                                    format!("the embedded Lua runtime does not compile: {error:#}")
-                                })?;
+                                .map_err(|error| CodeError::LuaRuntime(format!("{error:#}")))?;
                         engine.link(&component)
                     })
                     .await
-                    .map_err(|error| {
-                        format!("compiling the Lua runtime was interrupted: {error}")
+                    .map_err(|error| CodeError::Interrupted {
+                        what: "compiling the Lua runtime",
+                        reason: error.to_string(),
                     })?
                 }
             })

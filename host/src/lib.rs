@@ -35,6 +35,7 @@ pub mod limits;
 pub mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod outcome;
 pub mod pack;
 #[cfg(feature = "watch")]
 pub mod reload;
@@ -51,8 +52,8 @@ mod validation;
 pub mod wit_version;
 
 pub use engine::Engine;
+pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{
     BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
     RuntimeBuilder, Severity, ToolInfo,
 };
-pub use sandbox::CallOutcome;

@@ -8,7 +8,7 @@ use tempfile::TempDir;
 use toolcell::cache::CodeCache;
 use toolcell::engine::Options;
 use toolcell::limits::Limits;
-use toolcell::{CallOutcome, Engine, Runtime};
+use toolcell::{CallOutcome, CrashCause, Engine, Runtime};
 use toolcell_tests::{Fixture, HANG_GUARD};
 
 /// Two million additions: far more fuel than [`small_fuel`] allows.
@@ -79,7 +79,11 @@ async fn runtimes_on_different_engines_each_run_under_their_own_settings() {
         .await;
 
     match outcome(&metered, "spin").await {
-        CallOutcome::Failed(message) => assert!(
+        CallOutcome::Crashed {
+            cause: CrashCause::OutOfFuel,
+            message,
+            ..
+        } => assert!(
             message.contains("ran out of fuel (its budget is 20000000 per call)"),
             "{message}"
         ),

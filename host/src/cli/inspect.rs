@@ -29,7 +29,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: InspectArgs) -> ExitC
     };
     let report = match runtime.block_on(inspect::inspect(&args.file, &engine)) {
         Ok(report) => report,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&error.to_string()),
     };
     if args.json {
         match serde_json::to_string_pretty(&as_json(&report)) {
