@@ -9,6 +9,7 @@ use mlua::{Function, Lua, Table, UserData, UserDataMethods, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::ToolSpec;
+use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
 use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, CallId, Ending, Strand};
@@ -159,7 +160,10 @@ fn write_file(
 fn path_argument(lua: &Lua, what: &str, path: Value) -> mlua::Result<String> {
     match path {
         Value::String(path) => match path.to_str() {
-            Ok(path) => Ok(path.to_string()),
+            Ok(path) => {
+                Copies::new(lua).charge(path.len())?;
+                Ok(path.to_string())
+            }
             Err(_) => Err(api_error(
                 lua,
                 format!("{what}: the path is not valid UTF-8"),
@@ -205,7 +209,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
     };
     let description = match spec.raw_get::<Value>("description")? {
         Value::Nil => String::new(),
-        Value::String(text) => text.to_string_lossy(),
+        Value::String(text) => Copies::new(lua).text(&text.as_bytes())?,
         other => return Err(field_error("description", "a string", &other)),
     };
     let params_schema = match spec.raw_get::<Value>("params_schema")? {
@@ -262,6 +266,9 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             format!("clm.tool_register: tool '{name}' is already registered"),
         ));
     }
+    // The spec stays in Rust memory for the plugin's life: it counts against its limit.
+    let kept = name.len() + description.len() + params_schema.as_ref().map_or(0, String::len);
+    copies::keep(lua, kept)?;
     let index = registry.specs.len();
     registry.by_name.insert(name.clone(), index);
     registry.specs.push(ToolSpec {
@@ -379,7 +386,7 @@ fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Re
 
 fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
     match value {
-        Value::String(text) => Ok(text.to_string_lossy()),
+        Value::String(text) => Copies::new(lua).text(&text.as_bytes()),
         other => Err(api_error(
             lua,
             format!("{what} expects a string, got {}", type_name(&other)),
@@ -404,7 +411,7 @@ impl UserData for Ctx {
         methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
             if crate::runtime::debug_log_enabled(lua) {
-                host::log(&message.to_string()?);
+                host::log(&Copies::new(lua).display(&message)?);
             }
             Ok(())
         });

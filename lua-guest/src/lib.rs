@@ -13,6 +13,7 @@
 #[cfg(target_arch = "wasm32")]
 mod allocator;
 mod api;
+mod copies;
 mod errors;
 pub mod json;
 #[cfg(target_arch = "wasm32")]

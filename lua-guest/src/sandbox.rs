@@ -9,6 +9,7 @@ use std::rc::Rc;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Value, VmState};
 
 use crate::bindings::toolcell::plugin::host;
+use crate::copies::Copies;
 use crate::errors;
 
 /// How many VM instructions run between two deadline checks (clm-tool(5)). toolcell's
@@ -93,23 +94,35 @@ pub fn new_state(watchdog: Rc<Watchdog>) -> mlua::Result<(Lua, Function)> {
 /// `print` writes to the debug log, never to stdout (stdout carries tool results and,
 /// later, the MCP protocol).
 fn print(lua: &Lua, values: mlua::Variadic<Value>) -> mlua::Result<()> {
-    if crate::runtime::debug_log_enabled(lua) {
-        let texts: mlua::Result<Vec<String>> = values.iter().map(Value::to_string).collect();
-        host::log(&texts?.join("\t"));
+    if !crate::runtime::debug_log_enabled(lua) {
+        return Ok(());
     }
+    let mut copies = Copies::new(lua);
+    let texts = values
+        .iter()
+        .map(|value| copies.display(value))
+        .collect::<mlua::Result<Vec<String>>>()?;
+    host::log(&copies.join(&texts, "\t")?);
     Ok(())
 }
 
 /// `warn` (Lua 5.4) also goes to the debug log; its "@on"/"@off" control messages are
 /// accepted and ignored.
 fn warn(lua: &Lua, parts: mlua::Variadic<mlua::LuaString>) -> mlua::Result<()> {
-    let text: Vec<u8> = parts
-        .iter()
-        .flat_map(|part| part.as_bytes().to_vec())
-        .collect();
-    if text.first() != Some(&b'@') && crate::runtime::debug_log_enabled(lua) {
-        host::log(&format!("warning: {}", String::from_utf8_lossy(&text)));
+    let control = parts
+        .first()
+        .is_some_and(|part| part.as_bytes().first() == Some(&b'@'));
+    if control || !crate::runtime::debug_log_enabled(lua) {
+        return Ok(());
     }
+    let mut copies = Copies::new(lua);
+    copies.charge(parts.iter().map(|part| part.as_bytes().len()).sum())?;
+    let mut bytes = Vec::new();
+    for part in parts.iter() {
+        bytes.extend_from_slice(&part.as_bytes());
+    }
+    let texts = ["warning: ".to_string(), copies.text(&bytes)?];
+    host::log(&copies.join(&texts, "")?);
     Ok(())
 }
 
