@@ -89,6 +89,11 @@ impl CodeCache {
         Ok(component)
     }
 
+    /// The cache's directory, if there is one (whether or not it is usable).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
     /// Whether compiled code will be kept (the directory exists or can be created, and
     /// is safe to load code from).
     pub fn is_usable(&self) -> bool {

@@ -9,6 +9,7 @@
 //! call_timeout_ms = 30000
 //! load_timeout_ms = 500
 //! fuel = 100000000000
+//! schema_max_bytes = 65536   # and the other budgets of docs/budgets.md
 //!
 //! [http]                     # every plugin (all keys optional)
 //! allow = ["127.0.0.1", "*.example.com:8443"]
@@ -20,6 +21,15 @@
 //! [files]                    # every plugin: the most file access it may get
 //! access = "read-write"      # "none", "read-only" or "read-write"
 //!
+//! [output]                   # what the model sees (see `output`; all keys optional)
+//! max_lines = 2000
+//! max_bytes = 51200
+//! max_description_bytes = 4096
+//! results_dir = "/path"      # where whole outputs are kept; default: the cache's results/
+//! results_max_bytes = 104857600
+//! [output.tools.report]      # one tool, over [plugins.ID.output] and [output]
+//! max_lines = 10000
+//!
 //! [trust]                    # signatures (see `signature`)
 //! keys = ["BASE64 public key"]
 //! unsigned = "allow"         # or "refuse"
@@ -30,10 +40,12 @@
 //! allow = ["api.weather.example"]
 //! [plugins.weather.files]
 //! access = "read-only"
+//! [plugins.weather.output]
+//! max_bytes = 102400
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -41,6 +53,8 @@ use serde::Deserialize;
 use crate::files::FileAccess;
 use crate::http::{HostGrant, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::output::{self, OutputLimits};
+use crate::results::{self, ResultStore};
 use crate::signature::TrustPolicy;
 
 /// A parsed configuration file.
@@ -62,6 +76,9 @@ pub struct Config {
     /// `[trust]`: trusted signing keys and whether unsigned plugins load.
     #[serde(default)]
     pub trust: TrustPolicy,
+    /// `[output]`: what the model sees of results and descriptions, for every tool.
+    #[serde(default)]
+    pub output: OutputSection,
     /// `[plugins.ID]`: settings for one plugin.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSection>,
@@ -87,6 +104,24 @@ pub struct LimitsSection {
     pub load_timeout_ms: Option<u64>,
     /// Fuel per call.
     pub fuel: Option<u64>,
+    /// Largest `params_schema` of one tool, in bytes of JSON.
+    pub schema_max_bytes: Option<usize>,
+    /// Largest total of a plugin's schemas, in bytes of JSON.
+    pub schemas_max_bytes: Option<usize>,
+    /// Deepest nesting of one schema.
+    pub schema_max_depth: Option<usize>,
+    /// Most memory one schema pattern may compile to, in bytes.
+    pub pattern_max_bytes: Option<usize>,
+    /// Most memory a plugin's schema patterns may compile to together, in bytes.
+    pub patterns_max_bytes: Option<usize>,
+    /// Most time compiling a plugin's schemas may take, in milliseconds.
+    pub schema_compile_ms: Option<u64>,
+    /// Most log bytes one call (or the load) may write.
+    pub log_call_bytes: Option<usize>,
+    /// The plugin's sustained log rate, in bytes per second.
+    pub log_bytes_per_second: Option<usize>,
+    /// Log bytes the plugin may write at once beyond its rate.
+    pub log_burst_bytes: Option<usize>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -106,6 +141,39 @@ pub struct HttpSection {
     pub max_redirects: Option<usize>,
 }
 
+/// `[output]`: the output policy (see `output`) and the result store (`results`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+    /// Where the whole outputs of cut results are kept (default: `results/` in the
+    /// compiled-code cache's directory).
+    pub results_dir: Option<PathBuf>,
+    /// The most the result store holds, in bytes; the oldest results go first.
+    pub results_max_bytes: Option<u64>,
+    /// `[output.tools.NAME]`: one tool, over the plugin's and the global values.
+    #[serde(default)]
+    pub tools: BTreeMap<String, OutputLimitsSection>,
+}
+
+/// The output limits of one plugin (`[plugins.ID.output]`) or tool
+/// (`[output.tools.NAME]`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputLimitsSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+}
+
 /// `[plugins.ID]`.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,6 +187,9 @@ pub struct PluginSection {
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
     pub files: FilesSection,
+    /// Output limits for this plugin's tools, over `[output]`.
+    #[serde(default)]
+    pub output: OutputLimitsSection,
 }
 
 /// A configuration file that could not be used; the text says what and where.
@@ -175,6 +246,62 @@ impl Config {
         limits
     }
 
+    /// The layers of output settings for `tool` of plugin `plugin`, most specific
+    /// first: `[output.tools.NAME]`, `[plugins.ID.output]`, `[output]`.
+    fn output_layers(&self, plugin: &str, tool: &str) -> [OutputLimitsSection; 3] {
+        let global = OutputLimitsSection {
+            max_lines: self.output.max_lines,
+            max_bytes: self.output.max_bytes,
+            max_description_bytes: self.output.max_description_bytes,
+        };
+        [
+            self.output.tools.get(tool).cloned().unwrap_or_default(),
+            self.plugins
+                .get(plugin)
+                .map(|section| section.output.clone())
+                .unwrap_or_default(),
+            global,
+        ]
+    }
+
+    /// How much of a result of `tool` (of plugin `plugin`) the model sees.
+    pub fn output_for(&self, plugin: &str, tool: &str) -> OutputLimits {
+        let layers = self.output_layers(plugin, tool);
+        OutputLimits {
+            max_lines: layers
+                .iter()
+                .find_map(|layer| layer.max_lines)
+                .unwrap_or(output::DEFAULT_MAX_LINES),
+            max_bytes: layers
+                .iter()
+                .find_map(|layer| layer.max_bytes)
+                .unwrap_or(output::DEFAULT_MAX_BYTES),
+        }
+    }
+
+    /// The longest description of `tool` (of plugin `plugin`) the model sees.
+    pub fn description_bytes_for(&self, plugin: &str, tool: &str) -> usize {
+        self.output_layers(plugin, tool)
+            .iter()
+            .find_map(|layer| layer.max_description_bytes)
+            .unwrap_or(output::DEFAULT_MAX_DESCRIPTION_BYTES)
+    }
+
+    /// The result store: `[output] results_dir`, else `results/` in `cache_dir`; none
+    /// when neither is set.
+    pub fn result_store(&self, cache_dir: Option<&Path>) -> Option<ResultStore> {
+        let dir = self
+            .output
+            .results_dir
+            .clone()
+            .or_else(|| cache_dir.map(|dir| dir.join("results")))?;
+        let max_bytes = self
+            .output
+            .results_max_bytes
+            .unwrap_or(results::DEFAULT_MAX_BYTES);
+        Some(ResultStore::new(dir, max_bytes))
+    }
+
     /// The most file access plugin `id` may get: `override_access` (the command
     /// line), else its own section, else `[files]`, else read-write.
     pub fn files_for(&self, id: &str, override_access: Option<FileAccess>) -> FileAccess {
@@ -217,6 +344,20 @@ impl LimitsSection {
         if let Some(fuel) = self.fuel {
             limits.fuel = fuel;
         }
+        let schemas = &mut limits.schemas;
+        set(&mut schemas.schema_bytes, self.schema_max_bytes);
+        set(&mut schemas.plugin_schema_bytes, self.schemas_max_bytes);
+        set(&mut schemas.depth, self.schema_max_depth);
+        set(&mut schemas.pattern_bytes, self.pattern_max_bytes);
+        set(&mut schemas.plugin_pattern_bytes, self.patterns_max_bytes);
+        set(
+            &mut schemas.compile_time,
+            self.schema_compile_ms.map(Duration::from_millis),
+        );
+        let log = &mut limits.log;
+        set(&mut log.call_bytes, self.log_call_bytes);
+        set(&mut log.bytes_per_second, self.log_bytes_per_second);
+        set(&mut log.burst_bytes, self.log_burst_bytes);
         limits
     }
 }
@@ -256,6 +397,13 @@ impl HttpSection {
             settings.max_redirects = redirects;
         }
         settings
+    }
+}
+
+/// Replaces `value` with `setting`, when there is one.
+fn set<T>(value: &mut T, setting: Option<T>) {
+    if let Some(setting) = setting {
+        *value = setting;
     }
 }
 

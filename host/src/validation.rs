@@ -22,19 +22,47 @@ impl std::fmt::Debug for ArgumentValidator {
     }
 }
 
-impl ArgumentValidator {
+/// The lazy DFA's cache of one compiled pattern, per thread that validates with it
+/// (regex-automata's default is 2 MiB): validation never needs much, and a schema of
+/// many patterns would otherwise keep megabytes per pattern once arguments exercised
+/// them.
+const PATTERN_CACHE_BYTES: usize = 256 * 1024;
+
+/// Compiles the validators of one plugin's schemas. They share one cache of compiled
+/// patterns (a pattern the plugin repeats is compiled once), and every pattern is
+/// compiled under the engine's own size limit, behind the budget that measured it
+/// (`schema_budget`).
+pub struct ValidatorCompiler {
+    patterns: jsonschema::PatternCache,
+    pattern_bytes: usize,
+}
+
+impl ValidatorCompiler {
+    /// A compiler whose patterns may each compile to `pattern_bytes`.
+    pub fn new(pattern_bytes: usize) -> Self {
+        ValidatorCompiler {
+            patterns: jsonschema::PatternCache::new(),
+            pattern_bytes,
+        }
+    }
+
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+    pub fn compile(&self, schema: &Value) -> Result<ArgumentValidator, String> {
         if !schema.is_object() {
             return Err(format!(
                 "a params_schema must be a JSON object, not {}",
                 describe(schema)
             ));
         }
+        let patterns = jsonschema::PatternOptions::fancy_regex()
+            .size_limit(self.pattern_bytes)
+            .dfa_size_limit(PATTERN_CACHE_BYTES);
         jsonschema::options()
             .should_validate_formats(false)
+            .with_pattern_options(patterns)
+            .with_pattern_cache(self.patterns.clone())
             .build(schema)
             .map(|validator| ArgumentValidator { validator })
             .map_err(|error| {
@@ -46,7 +74,9 @@ impl ArgumentValidator {
                 }
             })
     }
+}
 
+impl ArgumentValidator {
     /// Checks `args`; the error lists each problem, joined with "; ".
     pub fn check(&self, args: &Value) -> Result<(), String> {
         let mut problems: Vec<(String, String)> = self
@@ -115,8 +145,12 @@ mod tests {
 
     use super::*;
 
+    fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+        ValidatorCompiler::new(crate::limits::SchemaBudget::default().pattern_bytes).compile(schema)
+    }
+
     fn validator(schema: Value) -> ArgumentValidator {
-        ArgumentValidator::compile(&schema).expect("the schema compiles")
+        compile(&schema).expect("the schema compiles")
     }
 
     #[test]
@@ -184,7 +218,7 @@ mod tests {
     fn a_schema_problem_says_where_in_the_schema() {
         let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
         assert_eq!(
-            ArgumentValidator::compile(&schema).unwrap_err(),
+            compile(&schema).unwrap_err(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
     }
@@ -203,7 +237,7 @@ mod tests {
             json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
             json!({ "$ref": "https://example.com/schema.json" }),
         ] {
-            let error = ArgumentValidator::compile(&schema).unwrap_err();
+            let error = compile(&schema).unwrap_err();
             assert!(
                 !error.is_empty() && !error.contains('\n'),
                 "{schema}: {error}"

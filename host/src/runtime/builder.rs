@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -17,6 +17,7 @@ use crate::files::{FileAccess, FileRoot};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
+use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
 
@@ -62,6 +63,8 @@ pub struct RuntimeBuilder {
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
     cache: CodeCache,
+    /// `None`: the configuration's, or the cache's `results/`.
+    results: Option<Option<ResultStore>>,
 }
 
 impl Default for RuntimeBuilder {
@@ -79,6 +82,7 @@ impl Default for RuntimeBuilder {
             trust: None,
             debug_log: DebugLog::path_from_env(),
             cache: CodeCache::from_env(),
+            results: None,
         }
     }
 }
@@ -162,6 +166,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
+    /// them nowhere). Default: the configuration's `[output] results_dir`, else
+    /// `results/` in the compiled-code cache's directory.
+    pub fn result_store(mut self, store: Option<ResultStore>) -> Self {
+        self.results = Some(store);
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
@@ -184,6 +196,10 @@ impl RuntimeBuilder {
             }
             None => None,
         };
+        let results = self
+            .results
+            .unwrap_or_else(|| self.config.result_store(self.cache.dir()));
+        let results = usable_store(results, &root);
         let engine = engine::shared().map_err(BuildError::Engine)?.clone();
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
@@ -228,6 +244,8 @@ impl RuntimeBuilder {
             by_name: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
+            run: rand_core::RngCore::next_u32(&mut rand_core::OsRng),
+            results,
             max_args_bytes,
             dirs,
             loader,
@@ -238,4 +256,50 @@ impl RuntimeBuilder {
         }
         Ok(runtime)
     }
+}
+
+/// The result store, unless there is none or it lies inside the plugins' file root,
+/// where plugins could read other calls' results and write results of their own; the
+/// error says why whole outputs are not kept.
+fn usable_store(store: Option<ResultStore>, root: &Path) -> Result<Arc<ResultStore>, Arc<str>> {
+    let Some(store) = store else {
+        return Err("no result store is set".into());
+    };
+    if lies_within(store.dir(), root) {
+        let reason = format!(
+            "the result store {} lies inside the plugins' file root {}",
+            store.dir().display(),
+            root.display()
+        );
+        tracing::warn!("{reason}; whole outputs of cut results are not kept");
+        return Err(reason.into());
+    }
+    Ok(Arc::new(store))
+}
+
+/// Whether `path` is `root` or lies below it, symbolic links resolved (the part of
+/// `path` that does not exist yet is taken as written).
+fn lies_within(path: &Path, root: &Path) -> bool {
+    let (Ok(root), Ok(path)) = (root.canonicalize(), std::path::absolute(path)) else {
+        return false;
+    };
+    let mut existing = path.as_path();
+    let mut rest = Vec::new();
+    let resolved = loop {
+        if let Ok(resolved) = existing.canonicalize() {
+            break resolved;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return false,
+        }
+    };
+    let full = rest
+        .iter()
+        .rev()
+        .fold(resolved, |path, name| path.join(name));
+    full.starts_with(&root)
 }

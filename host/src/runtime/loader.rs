@@ -15,7 +15,7 @@ use crate::grants::{self, Allowed};
 use crate::guest;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
-use crate::limits::Limits;
+use crate::limits::{Limits, SchemaBudget};
 use crate::manifest::Manifest;
 use crate::sandbox::{
     self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices, StoreState,
@@ -57,6 +57,8 @@ pub(super) struct Loaded {
     pub handle: PluginHandle,
     pub specs: Vec<ToolSpec>,
     pub manifest: Manifest,
+    /// What compiling its tools' schemas may cost.
+    pub schemas: SchemaBudget,
 }
 
 /// The outcome of loading one file, with the warnings it produced either way.
@@ -107,7 +109,7 @@ impl Loader {
     /// checked, validators compiled), ready to be registered.
     pub async fn load_plugin(&self, file: PluginFile) -> Plugin {
         let report = self.load(&file).await;
-        Plugin::prepare(file, report)
+        Plugin::prepare(file, report, &self.policy.config)
     }
 
     async fn load(&self, file: &PluginFile) -> LoadReport {
@@ -160,6 +162,7 @@ impl Loader {
                 message,
             }),
             Ok(pre) => {
+                let schemas = granted.limits.schemas.clone();
                 let context = PluginContext::new(
                     manifest.id.clone(),
                     source.script,
@@ -172,6 +175,7 @@ impl Loader {
                         handle,
                         specs,
                         manifest,
+                        schemas,
                     })
                     .map_err(|failure| Refusal {
                         kind: DiagnosticKind::LoadFailed,

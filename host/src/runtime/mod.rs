@@ -28,8 +28,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use crate::manifest::Manifest;
+use crate::output::{self, Kept, OutputLimits};
+use crate::results::{self, ResultError, ResultStore};
 use crate::sandbox::{CallOutcome, PluginHandle};
 use crate::validation::ArgumentValidator;
 
@@ -107,6 +110,10 @@ pub struct Runtime {
     by_name: HashMap<String, usize>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
+    /// This run's id, which the ids of its stored results start with.
+    run: u32,
+    /// Where whole outputs of cut results go, or why they go nowhere.
+    results: Result<Arc<ResultStore>, Arc<str>>,
     max_args_bytes: usize,
     dirs: PluginDirs,
     loader: Arc<Loader>,
@@ -143,6 +150,20 @@ impl Runtime {
         self.diagnostics
             .iter()
             .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+
+    /// The result store that keeps the whole outputs of results the model saw cut, if
+    /// there is one (see [`Call::result_id`]).
+    pub fn result_store(&self) -> Option<&ResultStore> {
+        self.results.as_deref().ok()
+    }
+
+    /// The whole output of a result the model saw cut, by the id its notice gave.
+    pub fn result(&self, id: &str) -> Result<String, ResultError> {
+        match &self.results {
+            Ok(store) => store.get(id),
+            Err(reason) => Err(ResultError::NoStore(reason.to_string())),
+        }
     }
 
     /// The plugin directories, in load order, as given to the builder.
@@ -310,6 +331,12 @@ impl Runtime {
             handle: entry.handle.clone(),
             outcome,
             finished: false,
+            output: Output {
+                limits: entry.output,
+                results: self.results.clone(),
+                run: self.run,
+            },
+            keeping: None,
         })
     }
 
@@ -380,17 +407,69 @@ fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
 
 /// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
 /// cancel the call, which aborts its pending HTTP requests and timers.
+///
+/// A result longer than the tool's output limits is cut before the outcome is given:
+/// the outcome's text is what the model should see, and the whole output is kept in
+/// the result store under [`Call::result_id`].
 pub struct Call {
     id: u64,
     handle: PluginHandle,
     outcome: oneshot::Receiver<CallOutcome>,
     finished: bool,
+    output: Output,
+    /// Keeping a cut result's whole output, off the async threads.
+    keeping: Option<JoinHandle<CallOutcome>>,
+}
+
+/// The output policy of one call.
+#[derive(Clone)]
+struct Output {
+    limits: OutputLimits,
+    results: Result<Arc<ResultStore>, Arc<str>>,
+    run: u32,
+}
+
+impl Output {
+    /// Whether `outcome` is a result over the limits.
+    fn cuts(&self, outcome: &CallOutcome) -> bool {
+        matches!(outcome, CallOutcome::Completed(text) if output::cut(text, &self.limits).is_some())
+    }
+
+    /// `outcome` as the model sees it: a result over the limits is cut, with a notice
+    /// saying where the whole is; the whole is kept in the result store.
+    fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
+        let CallOutcome::Completed(text) = outcome else {
+            return outcome;
+        };
+        let Some(cut) = output::cut(&text, &self.limits) else {
+            return CallOutcome::Completed(text);
+        };
+        let id = results::result_id(self.run, call);
+        let stored = match &self.results {
+            Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
+            Err(reason) => Err(reason.to_string()),
+        };
+        let shown = match &stored {
+            Ok(path) => output::shown(&cut, &Kept::Stored { id: &id, path }),
+            Err(reason) => {
+                tracing::warn!("the whole output of call {call} was not kept: {reason}");
+                output::shown(&cut, &Kept::Lost(reason.clone()))
+            }
+        };
+        CallOutcome::Completed(shown)
+    }
 }
 
 impl Call {
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The id under which the whole output is kept if the result is cut (see
+    /// [`Runtime::result`] and `toolcell result`): unique across runs sharing a store.
+    pub fn result_id(&self) -> String {
+        results::result_id(self.output.run, self.id)
     }
 
     /// Cancels the call; it resolves to a failure that says `reason`.
@@ -405,6 +484,13 @@ impl Future for Call {
     type Output = CallOutcome;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        if let Some(keeping) = self.keeping.as_mut() {
+            return Pin::new(keeping).poll(cx).map(|kept| {
+                kept.unwrap_or_else(|error| {
+                    CallOutcome::Failed(format!("keeping the result failed: {error}"))
+                })
+            });
+        }
         let outcome = match Pin::new(&mut self.outcome).poll(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(outcome)) => outcome,
@@ -413,7 +499,19 @@ impl Future for Call {
             }
         };
         self.finished = true;
-        Poll::Ready(outcome)
+        if !self.output.cuts(&outcome) {
+            return Poll::Ready(outcome);
+        }
+        // Writing the whole output may wait on the disk: not on an async thread.
+        let output = self.output.clone();
+        let call = self.id;
+        match tokio::runtime::Handle::try_current() {
+            Ok(tokio) => {
+                self.keeping = Some(tokio.spawn_blocking(move || output.apply(call, outcome)));
+                self.poll(cx)
+            }
+            Err(_) => Poll::Ready(output.apply(call, outcome)),
+        }
     }
 }
 

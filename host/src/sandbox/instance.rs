@@ -132,10 +132,11 @@ impl Instance {
             script: context.script.clone(),
             deadline: clock::after(limits.load_timeout),
             memory_limit: limits.memory,
-            debug_log: context.debug_log.is_some(),
+            debug_log: context.log.is_on(),
         };
         let guest = plugin.toolcell_plugin_guest();
         let result = until(hard_deadline, guest.call_load(&mut store, &request)).await;
+        context.log.end(None);
         match result {
             // Load-time code that never returned control (C-level work, a bare wasm
             // loop) ran past the load deadline like any other: say so, unless the
@@ -175,7 +176,7 @@ impl Instance {
         fuel: &mut u64,
     ) -> Result<CallState, Crash> {
         self.ops().begin_call(call);
-        let hard_deadline = self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(call, *fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = guest.call_start(&mut self.store, call, tool, args, deadline_ns);
@@ -193,7 +194,7 @@ impl Instance {
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<CallState, Crash> {
-        let hard_deadline = self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(call, *fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let step = guest.call_resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
@@ -206,7 +207,7 @@ impl Instance {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
         let mut fuel = self.store.data().plugin.limits.fuel;
-        let hard_deadline = self.prepare(fuel, Instant::now());
+        let hard_deadline = self.prepare(call, fuel, Instant::now());
         let guest = self.plugin.toolcell_plugin_guest();
         let step = guest.call_cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
@@ -219,9 +220,10 @@ impl Instance {
         self.ops().end_call(call);
     }
 
-    /// Arms the backstops for a step that should end by `deadline`; returns the hard
-    /// deadline (the deadline plus the grace period).
-    fn prepare(&mut self, fuel: u64, deadline: Instant) -> Instant {
+    /// Arms the backstops for a step of `call` that should end by `deadline`; returns
+    /// the hard deadline (the deadline plus the grace period).
+    fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
+        self.store.data_mut().running = Some(call);
         let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
         arm(&mut self.store, fuel, hard_deadline);
         self.refusals_before_step = self.store.data().cap.refusals();

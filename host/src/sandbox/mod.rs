@@ -16,6 +16,7 @@
 mod actor;
 mod instance;
 mod limiter;
+mod log;
 mod ops;
 mod state;
 mod supervisor;
@@ -37,6 +38,7 @@ use crate::files::{FileAccess, FileRoot};
 use crate::grants::{Granted, Hints};
 use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
+use log::PluginLog;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
 /// and the toolcell host services. Built once per process.
@@ -116,8 +118,8 @@ pub struct PluginContext {
     pub file_access: FileAccess,
     /// How to explain a refusal of what was not granted.
     pub hints: Hints,
-    /// The debug log, if enabled.
-    pub debug_log: Option<Arc<DebugLog>>,
+    /// Where `ctx:log`, `print` and `warn` go, within the plugin's log budget.
+    pub log: PluginLog,
     /// The plugin's HTTP policy and bounds.
     pub http_policy: HttpPolicy,
     /// See `http_policy`.
@@ -135,6 +137,11 @@ impl PluginContext {
         settings: PluginSettings,
         services: &SharedServices,
     ) -> Self {
+        let log = PluginLog::new(
+            &name,
+            settings.limits.log.clone(),
+            services.debug_log.clone(),
+        );
         PluginContext {
             name,
             script,
@@ -143,7 +150,7 @@ impl PluginContext {
             files: services.files.clone(),
             file_access: settings.files,
             hints: settings.hints,
-            debug_log: services.debug_log.clone(),
+            log,
             http_policy: settings.http_policy,
             http_settings: settings.http_settings,
             http_client: OnceLock::new(),

@@ -56,6 +56,8 @@ pub struct CallRequest {
 
 /// A call in flight, as the host sees it.
 struct HostCall {
+    /// Says what of the call's log was dropped once the call ends, however it ends.
+    _log: LogEnd,
     tool: String,
     reply: oneshot::Sender<CallOutcome>,
     deadline: Instant,
@@ -162,6 +164,10 @@ impl Supervisor {
             .start(call, &tool, &args, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
+            _log: LogEnd {
+                context: self.context.clone(),
+                call,
+            },
             tool,
             reply,
             deadline,
@@ -339,6 +345,18 @@ impl Supervisor {
             tracing::error!("{message}");
             self.disabled = Some(message);
         }
+    }
+}
+
+/// Ends a call's log when the call ends (see `PluginLog::end`).
+struct LogEnd {
+    context: Arc<PluginContext>,
+    call: CallId,
+}
+
+impl Drop for LogEnd {
+    fn drop(&mut self) {
+        self.context.log.end(Some(self.call));
     }
 }
 
