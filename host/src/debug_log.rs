@@ -30,7 +30,10 @@ pub struct DebugLog {
 #[derive(Debug, Default)]
 struct Queue {
     pending: Mutex<Pending>,
+    /// Text was queued, or the log is closing.
     ready: Condvar,
+    /// The writer wrote everything it had.
+    idle: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -39,6 +42,8 @@ struct Pending {
     bytes: usize,
     /// Bytes refused since the writer last caught up.
     dropped: usize,
+    /// The writer is writing what it took from the queue.
+    writing: bool,
     /// The log is closing: write what is left and stop.
     closing: bool,
 }
@@ -87,6 +92,25 @@ impl DebugLog {
     }
 }
 
+impl DebugLog {
+    /// Waits until everything queued so far is in the file (what a process does before
+    /// it exits).
+    pub fn flush(&self) {
+        let mut pending = self
+            .queue
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while !pending.texts.is_empty() || pending.writing {
+            pending = self
+                .queue
+                .idle
+                .wait(pending)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
 impl Drop for DebugLog {
     fn drop(&mut self) {
         self.queue
@@ -115,6 +139,7 @@ fn write_out(queue: &Queue, mut file: File) {
         pending.bytes = 0;
         let dropped = std::mem::take(&mut pending.dropped);
         let closing = pending.closing;
+        pending.writing = true;
         drop(pending);
         let mut result = texts
             .iter()
@@ -129,6 +154,12 @@ fn write_out(queue: &Queue, mut file: File) {
         if let Err(error) = result {
             tracing::debug!("could not write the debug log: {error}");
         }
+        queue
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .writing = false;
+        queue.idle.notify_all();
         if closing {
             return;
         }

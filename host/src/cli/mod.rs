@@ -9,6 +9,7 @@ mod check;
 mod inspect;
 mod list;
 mod pack;
+mod result;
 mod serve;
 mod sign;
 
@@ -51,6 +52,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Pack a Lua plugin (or a component and a manifest) into one .wasm file.
     Pack(pack::PackArgs),
+    /// Print the whole output of a result the model saw cut (its id is in the notice).
+    Result(result::ResultArgs),
     /// Show a plugin file's id, version, tools, capabilities, WIT version and digest.
     Inspect(inspect::InspectArgs),
     /// Sign a .wasm plugin with an Ed25519 key.
@@ -186,6 +189,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(&runtime, args),
         Command::Pack(args) => pack::run(args),
         Command::Inspect(args) => inspect::run(&runtime, args),
+        Command::Result(args) => result::run(args),
         Command::Sign(args) => sign::sign(args),
         Command::Verify(args) => sign::verify(args),
         Command::Keygen(args) => sign::keygen(args),

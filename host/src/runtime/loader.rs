@@ -105,6 +105,13 @@ impl Loader {
         })
     }
 
+    /// Waits until the debug log has written what the plugins logged so far.
+    pub fn flush_log(&self) {
+        if let Some(log) = &self.services.debug_log {
+            log.flush();
+        }
+    }
+
     /// Loads `file` into a fresh sandbox and prepares its tools (names and schemas
     /// checked, validators compiled), ready to be registered.
     pub async fn load_plugin(&self, file: PluginFile) -> Plugin {

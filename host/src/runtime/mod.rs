@@ -379,6 +379,14 @@ impl Runtime {
     }
 }
 
+impl Drop for Runtime {
+    /// What the plugins logged reaches the file before the runtime goes (a process
+    /// exits right after).
+    fn drop(&mut self) {
+        self.loader.flush_log();
+    }
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|name| name.to_string_lossy().into_owned())

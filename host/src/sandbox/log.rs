@@ -77,21 +77,30 @@ impl PluginLog {
         let call_left = self.budget.call_bytes.saturating_sub(entry.written);
         let allowed = call_left.min(bucket);
         let mut text = String::new();
+        let mut taken = 0;
         // An empty message is one empty line.
-        let lines = message.lines().chain(message.is_empty().then_some(""));
-        let mut written_all = true;
-        let mut cut_bytes = 0;
-        for line in lines {
-            let size = prefix.len() + line.len() + 1;
-            if !written_all || text.len() + size > allowed {
-                written_all = false;
-                cut_bytes += size;
-                continue;
+        let pieces = message
+            .split_inclusive('\n')
+            .chain(message.is_empty().then_some(""));
+        for piece in pieces {
+            let line = piece
+                .strip_suffix('\n')
+                .map_or(piece, |line| line.strip_suffix('\r').unwrap_or(line));
+            if text.len() + prefix.len() + line.len() + 1 > allowed {
+                break;
             }
             text.push_str(&prefix);
             text.push_str(line);
             text.push('\n');
+            taken += piece.len();
         }
+        let rest = &message[taken..];
+        let written_all = !text.is_empty() && rest.is_empty();
+        let cut_bytes = if written_all {
+            0
+        } else {
+            formatted_size(rest, prefix.len())
+        };
         entry.written += text.len();
         if !written_all {
             entry.dropped_bytes += cut_bytes;
@@ -155,6 +164,14 @@ impl PluginLog {
         let stamp = humantime::format_rfc3339_millis(SystemTime::now());
         format!("{stamp} [{}] ", self.plugin)
     }
+}
+
+/// The bytes `text` takes once written as lines of `prefix_len` bytes of prefix, counted
+/// without going through its lines one by one (a message of millions of newlines).
+fn formatted_size(text: &str, prefix_len: usize) -> usize {
+    let newlines = text.bytes().filter(|&byte| byte == b'\n').count();
+    let lines = (newlines + usize::from(!text.ends_with('\n'))).max(1);
+    text.len() - newlines + lines * (prefix_len + 1)
 }
 
 impl Spent {

@@ -57,7 +57,7 @@ pub struct CallRequest {
 /// A call in flight, as the host sees it.
 struct HostCall {
     /// Says what of the call's log was dropped once the call ends, however it ends.
-    _log: LogEnd,
+    log: LogEnd,
     tool: String,
     reply: oneshot::Sender<CallOutcome>,
     deadline: Instant,
@@ -164,7 +164,7 @@ impl Supervisor {
             .start(call, &tool, &args, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
-            _log: LogEnd {
+            log: LogEnd {
                 context: self.context.clone(),
                 call,
             },
@@ -215,7 +215,7 @@ impl Supervisor {
         if let Some(instance) = self.instance.as_mut() {
             instance.end_call(call);
         }
-        let _ = host_call.reply.send(outcome);
+        host_call.finish(outcome);
     }
 
     /// Delivers an operation's outcome to the call waiting for it.
@@ -271,9 +271,7 @@ impl Supervisor {
         };
         match instance.cancel(call, message).await {
             Ok(()) => {
-                let _ = host_call
-                    .reply
-                    .send(CallOutcome::Failed(message.to_string()));
+                host_call.finish(CallOutcome::Failed(message.to_string()));
             }
             Err(crash) => self.crashed(crash, Some(host_call)).await,
         }
@@ -282,9 +280,7 @@ impl Supervisor {
     /// Fails every call in flight: nobody can call the plugin any more.
     pub fn shut_down(&mut self) {
         for (_, call) in self.calls.drain() {
-            let _ = call
-                .reply
-                .send(CallOutcome::Failed("the runtime shut down".to_string()));
+            call.finish(CallOutcome::Failed("the runtime shut down".to_string()));
         }
     }
 
@@ -312,14 +308,14 @@ impl Supervisor {
         };
         if let Some(call) = running {
             let message = format!("plugin '{name}' crashed: {}; {fate}", crash.0);
-            let _ = call.reply.send(CallOutcome::Failed(message));
+            call.finish(CallOutcome::Failed(message));
         }
         for call in waiting {
             let message = format!(
                 "plugin '{name}' crashed during another call: {}; {fate}",
                 crash.0
             );
-            let _ = call.reply.send(CallOutcome::Failed(message));
+            call.finish(CallOutcome::Failed(message));
         }
     }
 
@@ -345,6 +341,15 @@ impl Supervisor {
             tracing::error!("{message}");
             self.disabled = Some(message);
         }
+    }
+}
+
+impl HostCall {
+    /// Ends the call with `outcome`: its log first, so that whoever awaits the outcome
+    /// finds the log complete.
+    fn finish(self, outcome: CallOutcome) {
+        drop(self.log);
+        let _ = self.reply.send(outcome);
     }
 }
 
