@@ -84,7 +84,7 @@ impl Default for SchemaBudget {
     fn default() -> Self {
         SchemaBudget {
             schema_bytes: 64 * 1024,
-            plugin_schema_bytes: MIB as usize,
+            plugin_schema_bytes: 256 * 1024,
             depth: 64,
             pattern_bytes: 2 * MIB as usize,
             plugin_pattern_bytes: 8 * MIB as usize,

@@ -135,7 +135,13 @@ impl Spending {
                 .plugin_pattern_bytes
                 .saturating_sub(self.pattern_bytes);
             let limit = self.budget.pattern_bytes.min(left);
-            let (cost, fits) = match compiled_size(pattern, limit) {
+            // With nothing left, even parsing the pattern is not for the plugin to ask.
+            let measured = if limit == 0 {
+                None
+            } else {
+                compiled_size(pattern, limit)
+            };
+            let (cost, fits) = match measured {
                 Some(size) => (size, true),
                 None => (limit, false),
             };
