@@ -266,13 +266,13 @@ fn usable_store(store: Option<ResultStore>, root: &Path) -> Result<Arc<ResultSto
         return Err("no result store is set".into());
     };
     if lies_within(store.dir(), root) {
-        let reason = format!(
+        // Said in the notice of every result cut (and logged then), not at every start.
+        return Err(format!(
             "the result store {} lies inside the plugins' file root {}",
             store.dir().display(),
             root.display()
-        );
-        tracing::warn!("{reason}; whole outputs of cut results are not kept");
-        return Err(reason.into());
+        )
+        .into());
     }
     Ok(Arc::new(store))
 }
