@@ -467,6 +467,8 @@ async fn print_and_ctx_log_go_to_the_debug_log_only() {
         .load_with(|builder| builder.debug_log(Some(log.clone())))
         .await;
     assert_eq!(output(&runtime, "talk", "{}").await, "done");
+    // The log is written by a thread of its own; dropping the runtime waits for it.
+    drop(runtime);
     let text = std::fs::read_to_string(&log).expect("the debug log exists");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
