@@ -1828,7 +1828,7 @@ fn a_result_store_inside_the_file_root_keeps_nothing() {
 
 /// A byte count as the notice gives it: exact, and in KiB too when that is round.
 fn notice_bytes(bytes: usize) -> String {
-    if bytes % 1024 == 0 {
+    if bytes.is_multiple_of(1024) {
         format!("{bytes} bytes ({} KiB)", bytes / 1024)
     } else {
         format!("{bytes} bytes")
