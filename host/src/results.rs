@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::cache::create_private_dir;
 use crate::limits::{MIB, format_bytes};
 
 /// The default [`ResultStore`] size cap.
@@ -86,6 +87,7 @@ impl ResultStore {
             path: self.dir.clone(),
             source,
         };
+        // Results may hold what a tool read for one user: only that user may read them.
         create_private_dir(&self.dir).map_err(io)?;
         self.make_room(bytes).map_err(io)?;
         let mut temp = tempfile::Builder::new()
@@ -160,21 +162,6 @@ fn is_result_id(id: &str) -> bool {
 /// The id of one run's result for call `call`.
 pub fn result_id(run: u32, call: u64) -> String {
     format!("{run:08x}-{call}")
-}
-
-/// Results may hold what a tool read for one user: only that user may read them.
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
 }
 
 #[cfg(test)]
