@@ -33,6 +33,11 @@ impl Pins {
         self.lock_file.is_none() && self.digests.is_empty()
     }
 
+    /// The lock file the pins were read from, if any.
+    pub fn lock_file(&self) -> Option<&Path> {
+        self.lock_file.as_deref()
+    }
+
     /// Adds a digest every plugin file may have (`--require-sha256`).
     pub fn require(&mut self, digest: &str) -> Result<(), PinError> {
         self.digests.push(parse_digest(digest).map_err(PinError)?);

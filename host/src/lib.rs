@@ -34,6 +34,7 @@ mod schema_budget;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod trusted;
 mod validation;
 pub mod wit_version;
 

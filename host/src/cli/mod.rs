@@ -76,7 +76,9 @@ struct PluginArgs {
     /// A TOML configuration file ([tools.NAME] tables become clm.config; see the README).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The only directory tree clm.read_file / clm.write_file may touch. Default: the current directory
+    /// The only directory tree clm.read_file / clm.write_file may touch. Default: the
+    /// config's [files] root, else the current directory unless it is /, your home
+    /// directory or above it (then plugins get no file access)
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Let plugins reach HOST (any port) or HOST:PORT even if it is loopback, private or
