@@ -102,6 +102,9 @@ impl DebugLog {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         while !pending.texts.is_empty() || pending.writing {
+            if self.writer.as_ref().is_none_or(JoinHandle::is_finished) {
+                return;
+            }
             pending = self
                 .queue
                 .idle
