@@ -7,12 +7,15 @@
 //! the `toolcell` binary is a thin CLI over it.
 
 pub mod artifact;
+mod atomic_file;
 mod bindings;
 pub mod cache;
 pub mod cli;
 mod clock;
 pub mod config;
 mod debug_log;
+#[cfg(feature = "oci")]
+pub mod distribution;
 pub mod engine;
 pub mod files;
 pub mod grants;

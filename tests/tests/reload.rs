@@ -349,9 +349,13 @@ async fn under_watch_a_plugin_cannot_plant_or_replace_a_plugin_in_its_root() {
     let runtime = Arc::new(RwLock::new(runtime));
     let changes = Arc::new(AtomicUsize::new(0));
     let counted = changes.clone();
-    let _watcher = reload::watch(runtime.clone(), move || {
-        counted.fetch_add(1, Ordering::SeqCst);
-    })
+    let _watcher = reload::watch(
+        runtime.clone(),
+        move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        },
+        |_| {},
+    )
     .expect("watch");
 
     let refused = |action: &str, path: &str| {

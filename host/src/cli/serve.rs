@@ -3,12 +3,17 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use clap::Args;
 
 use super::{PluginArgs, usage_error};
-use crate::mcp::{self, ServeOptions, Shared};
-use crate::reload;
+use crate::mcp::{self, HttpServer, Lifecycle, ServeOptions, Shared};
+use crate::{Runtime, RuntimeBuilder, reload};
+
+/// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
+/// Kubernetes gives a pod by default, with room for the rest of the exit.
+const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 20;
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -26,6 +31,10 @@ pub(super) struct ServeArgs {
     /// (notifications/tools/list_changed).
     #[arg(long)]
     watch: bool,
+    /// With --http: on SIGINT or SIGTERM, how long requests in flight (tool calls) get
+    /// to finish before they are cancelled and the server exits.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS, requires = "http")]
+    shutdown_grace: u64,
     /// Benchmarks only: also serve the tool "toolcell-floor", which answers without
     /// entering a sandbox.
     #[arg(long, hide = true)]
@@ -43,27 +52,27 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             "--http {addr} is not a loopback address; anyone who can reach it could run the tools (pass --allow-remote to serve there anyway)"
         ));
     }
-    let tools = match args.plugins.load(runtime) {
-        Ok(tools) => Arc::new(RwLock::new(tools)),
+    let builder = match args.plugins.builder(&[]) {
+        Ok(builder) => builder,
         Err(message) => return usage_error(&message),
     };
-    let shared = Shared::new(
-        tools.clone(),
-        ServeOptions {
-            watch: args.watch,
-            floor_tool: args.bench_floor_tool,
-        },
-    );
+    let options = ServeOptions {
+        watch: args.watch,
+        floor_tool: args.bench_floor_tool,
+    };
     let result = runtime.block_on(async {
-        let _watcher = if args.watch {
-            let notify = shared.clone();
-            Some(reload::watch(tools, move || notify.tools_changed())?)
-        } else {
-            None
-        };
         match args.http {
-            Some(addr) => serve_http(shared, addr, args.allow_remote).await,
-            None => mcp::serve_stdio(shared).await,
+            Some(addr) => {
+                let grace = Duration::from_secs(args.shutdown_grace);
+                serve_http(builder, options, addr, args.allow_remote, grace).await
+            }
+            None => {
+                let tools = builder.build().await.map_err(|error| error.to_string())?;
+                let tools = Arc::new(RwLock::new(tools));
+                let shared = Shared::new(tools.clone(), options, Lifecycle::new());
+                let _watcher = watch(args.watch, &tools, &shared, None)?;
+                mcp::serve_stdio(shared).await
+            }
         }
     });
     match result {
@@ -72,7 +81,40 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     }
 }
 
-async fn serve_http(shared: Shared, addr: SocketAddr, remote: bool) -> Result<(), String> {
+/// Starts hot reload when asked; `lifecycle` is told when a reload is being applied.
+fn watch(
+    enabled: bool,
+    tools: &Arc<RwLock<Runtime>>,
+    shared: &Shared,
+    lifecycle: Option<Lifecycle>,
+) -> Result<Option<reload::Watcher>, String> {
+    if !enabled {
+        return Ok(None);
+    }
+    let notify = shared.clone();
+    reload::watch(
+        tools.clone(),
+        move || notify.tools_changed(),
+        move |started| {
+            if let Some(lifecycle) = &lifecycle {
+                lifecycle.reloading(started);
+            }
+        },
+    )
+    .map(Some)
+}
+
+/// Listens at once (the probes answer while the plugins load), serves MCP once they
+/// are loaded, and on SIGINT or SIGTERM drains: the listening socket closes, new
+/// tool calls are refused, requests in flight get `grace` to finish, then what is left
+/// is cancelled and the server exits.
+async fn serve_http(
+    builder: RuntimeBuilder,
+    options: ServeOptions,
+    addr: SocketAddr,
+    remote: bool,
+    grace: Duration,
+) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
@@ -84,13 +126,44 @@ async fn serve_http(shared: Shared, addr: SocketAddr, remote: bool) -> Result<()
             "serving MCP on {bound}, which is not loopback: anyone who can reach it can run every tool"
         );
     }
+    let lifecycle = Lifecycle::new();
+    let server = HttpServer::new(lifecycle.clone(), remote);
+    let serving = tokio::spawn(server.clone().serve(listener));
+    eprintln!(
+        "toolcell: listening on http://{bound} ({} and {} answer; loading plugins)",
+        mcp::HEALTH_ENDPOINT,
+        mcp::READY_ENDPOINT
+    );
+    let mut signal = std::pin::pin!(interrupted());
+    let tools = tokio::select! {
+        built = builder.build() => built.map_err(|error| error.to_string())?,
+        // Nothing is in flight before the plugins are loaded.
+        () = &mut signal => return Ok(()),
+    };
+    let tools = Arc::new(RwLock::new(tools));
+    let shared = Shared::new(tools.clone(), options, lifecycle.clone());
+    let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
+    server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);
-    let stop = shared.clone();
-    tokio::spawn(async move {
-        interrupted().await;
-        stop.shut_down();
-    });
-    mcp::serve_http(shared, listener, remote).await;
+    signal.await;
+    lifecycle.drain();
+    server.stop_accepting();
+    let in_flight = lifecycle.in_flight();
+    if in_flight > 0 {
+        tracing::info!(
+            "shutting down: waiting up to {grace:?} for {in_flight} request(s) in flight"
+        );
+    }
+    if tokio::time::timeout(grace, lifecycle.idle()).await.is_err() {
+        tracing::warn!(
+            "{} request(s) still in flight after the shutdown grace period of {} s; cancelling them",
+            lifecycle.in_flight(),
+            grace.as_secs()
+        );
+    }
+    shared.shut_down();
+    server.close();
+    let _ = serving.await;
     Ok(())
 }
 

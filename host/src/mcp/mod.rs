@@ -4,13 +4,16 @@
 //! - `server`: the protocol handler: `tools/list`, `tools/call` (arguments validated by
 //!   the runtime, cancellation, progress) and `notifications/tools/list_changed`;
 //! - `stdio`: the stdio transport, with the real stdout kept for the protocol alone;
-//! - `http`: the streamable HTTP transport.
+//! - `http`: the streamable HTTP transport, with the `/healthz` and `/readyz` probes;
+//! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
+//!   a drain on SIGTERM waits for.
 //!
 //! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
 //! changes from hot reload (`crate::reload`), and the server's shutdown signal.
 
 mod http;
+mod lifecycle;
 mod server;
 mod stdio;
 
@@ -19,7 +22,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-pub use http::{ENDPOINT, serve_http};
+pub use http::{ENDPOINT, HEALTH_ENDPOINT, HttpServer, READY_ENDPOINT};
+pub use lifecycle::Lifecycle;
 pub use stdio::serve_stdio;
 
 use crate::Runtime;
@@ -34,6 +38,7 @@ pub struct Shared {
     runtime: Arc<RwLock<Runtime>>,
     changes: broadcast::Sender<()>,
     shutdown: CancellationToken,
+    lifecycle: Lifecycle,
     options: ServeOptions,
 }
 
@@ -48,13 +53,19 @@ pub struct ServeOptions {
 }
 
 impl Shared {
-    /// The state of a server over `runtime`.
-    pub fn new(runtime: Arc<RwLock<Runtime>>, options: ServeOptions) -> Shared {
+    /// The state of a server over `runtime`, whose readiness and calls in flight
+    /// `lifecycle` tracks.
+    pub fn new(
+        runtime: Arc<RwLock<Runtime>>,
+        options: ServeOptions,
+        lifecycle: Lifecycle,
+    ) -> Shared {
         let (changes, _) = broadcast::channel(16);
         Shared {
             runtime,
             changes,
             shutdown: CancellationToken::new(),
+            lifecycle,
             options,
         }
     }

@@ -9,6 +9,8 @@
 //!   model sees, with `isError: true`. Arguments that fail the tool's schema give
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
 //!   the model can correct itself). An unknown tool is a protocol error (invalid params).
+//! - While the server drains (SIGTERM), a new `tools/call` is refused; calls in flight
+//!   go on until they end or the grace period does.
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
 //!   family in the sandbox: its coroutines stop and its HTTP requests and timers are
 //!   aborted.
@@ -69,6 +71,12 @@ impl ToolServer {
     ) -> Result<CallToolResult, ErrorData> {
         if self.shared.options.floor_tool && request.name == FLOOR_TOOL {
             return Ok(CallToolResult::success(vec![ContentBlock::text("pong")]));
+        }
+        if self.shared.lifecycle.is_draining() {
+            return Err(ErrorData::internal_error(
+                "the server is shutting down; the call was not started",
+                None,
+            ));
         }
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
