@@ -21,7 +21,7 @@
 // the outcome. The host never blocks on the plugin, and the plugin never sees an
 // operation id.
 
-import * as host from 'toolcell:plugin/host@0.1.1';
+import * as host from 'toolcell:plugin/host@0.1.2';
 
 let pluginName = '';
 let debugLog = false;

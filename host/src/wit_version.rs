@@ -11,7 +11,7 @@ use semver::Version;
 use crate::artifact::WIT_PACKAGE;
 
 /// The version of `wit/plugin.wit` this toolcell was built with.
-pub const WIT_VERSION: &str = "0.1.1";
+pub const WIT_VERSION: &str = "0.1.2";
 
 /// This toolcell's WIT version, parsed.
 pub fn host_version() -> Version {
@@ -64,18 +64,18 @@ mod tests {
 
     #[test]
     fn older_versions_of_the_series_load_and_others_do_not() {
-        let host = v("0.1.1");
+        let host = v("0.1.2");
         assert!(check_compatible(&v("0.1.0"), &host).is_ok());
-        assert!(check_compatible(&v("0.1.1"), &host).is_ok());
+        assert!(check_compatible(&v("0.1.2"), &host).is_ok());
         for (plugin, expected) in [
             ("0.2.0", "cannot load"),
             ("0.0.9", "cannot load"),
             ("1.1.1", "cannot load"),
-            ("0.1.2", "newer than"),
+            ("0.1.3", "newer than"),
         ] {
             let error = check_compatible(&v(plugin), &host).expect_err(plugin);
             assert!(
-                error.contains(&format!("@{plugin}")) && error.contains("@0.1.1"),
+                error.contains(&format!("@{plugin}")) && error.contains("@0.1.2"),
                 "{error}"
             );
             assert!(error.contains(expected), "{error}");

@@ -3,17 +3,15 @@
 //! every invocation receives.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use mlua::{Function, Lua, Table, UserData, UserDataMethods, Value};
+use mlua::{Function, Lua, MultiValue, Table, UserData, UserDataMethods, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::ToolSpec;
 use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
-use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, CallId, Ending, Strand};
-use crate::{json, ops, tasks};
+use crate::{json, ops, sandbox, tasks, watchdog};
 
 /// The runtime's Lua code (see prelude.lua).
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -53,21 +51,15 @@ impl Registry {
 /// Installs every global of the plugin API. Nothing here depends on which plugin will
 /// run: that is told later by [`configure`], so this state can be prepared once and
 /// snapshotted (see `runtime::prepare`).
-pub fn install(lua: &Lua, yield_fn: Function, watchdog: Rc<Watchdog>) -> mlua::Result<()> {
+pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
     json::install(lua, crate::runtime::memory_limit)?;
     install_clm(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
-    let caught_watchdog = watchdog.clone();
-    rt.raw_set(
-        "caught",
-        lua.create_function(move |lua, error: Value| {
-            sandbox::caught(lua, &caught_watchdog, error)
-        })?,
-    )?;
+    rt.raw_set("caught", lua.create_function(sandbox::caught)?)?;
     rt.raw_set(
         "aborting",
-        lua.create_function(move |_, ()| Ok(watchdog.tripped()))?,
+        lua.create_function(|_, ()| Ok(watchdog::tripped()))?,
     )?;
     ops::install(lua, &rt)?;
     tasks::install(lua, &rt)?;
@@ -127,20 +119,28 @@ fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
     Ok(())
 }
 
-/// `clm.read_file(path)`: the content, or nil plus an error string.
-fn read_file(lua: &Lua, path: Value) -> mlua::Result<(Value, Option<String>)> {
+/// `clm.read_file(path)`: the content (one value), or nil plus an error string.
+fn read_file(lua: &Lua, path: Value) -> mlua::Result<MultiValue> {
     let path = path_argument(lua, "clm.read_file", path)?;
+    watchdog::charge_host_call(path.len())?;
     match host::read_file(&path) {
-        Ok(content) => Ok((Value::String(lua.create_string(content)?), None)),
-        Err(message) => Ok((Value::Nil, Some(message))),
+        Ok(content) => Ok(MultiValue::from_iter([Value::String(
+            lua.create_string(content)?,
+        )])),
+        Err(message) => failure(lua, message),
     }
 }
 
-/// `clm.write_file(path, content)`: true, or nil plus an error string.
-fn write_file(
-    lua: &Lua,
-    (path, content): (Value, Value),
-) -> mlua::Result<(Option<bool>, Option<String>)> {
+/// `nil, message`: how the file functions fail.
+fn failure(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
+    Ok(MultiValue::from_iter([
+        Value::Nil,
+        Value::String(lua.create_string(message)?),
+    ]))
+}
+
+/// `clm.write_file(path, content)`: true (one value), or nil plus an error string.
+fn write_file(lua: &Lua, (path, content): (Value, Value)) -> mlua::Result<MultiValue> {
     let path = path_argument(lua, "clm.write_file", path)?;
     let Value::String(content) = content else {
         return Err(api_error(
@@ -151,9 +151,11 @@ fn write_file(
             ),
         ));
     };
-    match host::write_file(&path, &content.as_bytes()) {
-        Ok(()) => Ok((Some(true), None)),
-        Err(message) => Ok((None, Some(message))),
+    let content = content.as_bytes();
+    watchdog::charge_host_call(path.len() + content.len())?;
+    match host::write_file(&path, &content) {
+        Ok(()) => Ok(MultiValue::from_iter([Value::Boolean(true)])),
+        Err(message) => failure(lua, message),
     }
 }
 
@@ -386,7 +388,10 @@ fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Re
 
 fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
     match value {
-        Value::String(text) => Copies::new(lua).text(&text.as_bytes()),
+        Value::String(text) => {
+            watchdog::charge_bytes(text.as_bytes().len())?;
+            Copies::new(lua).text(&text.as_bytes())
+        }
         other => Err(api_error(
             lua,
             format!("{what} expects a string, got {}", type_name(&other)),
@@ -411,7 +416,9 @@ impl UserData for Ctx {
         methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
             if crate::runtime::debug_log_enabled(lua) {
-                host::log(&Copies::new(lua).display(&message)?);
+                let message = Copies::new(lua).display(&message)?;
+                watchdog::charge_host_call(message.len())?;
+                host::log(&message);
             }
             Ok(())
         });

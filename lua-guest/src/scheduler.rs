@@ -15,9 +15,8 @@ use mlua::{Function, Lua, MultiValue, Table, Thread, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::{CallState, OpOutcome};
-use crate::errors;
-use crate::sandbox::Watchdog;
 use crate::tasks::{self, MainWait, Task};
+use crate::{errors, watchdog};
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -195,14 +194,25 @@ enum Finish {
 
 /// Runs the ready coroutines of `id` until none is ready, and reports where the call
 /// stands. Ends (and forgets) the call when its main coroutine ends or it times out.
-pub fn run(lua: &Lua, watchdog: &Watchdog, id: CallId) -> CallState {
-    match run_until_blocked(lua, watchdog, id) {
+pub fn run(lua: &Lua, id: CallId) -> CallState {
+    match run_until_blocked(lua, id) {
         Ok(state) => state,
         Err(error) => end_call(id, CallState::Failed(failure_text(lua, &error))),
     }
 }
 
-fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result<CallState> {
+/// `state`, unless the watchdog stopped the step: then the call ends as timed out,
+/// whichever part of the step (plugin code, or the runtime's own work for it) the
+/// deadline error interrupted.
+pub fn stopped_or(id: CallId, state: CallState) -> CallState {
+    if watchdog::tripped() {
+        end_call(id, CallState::TimedOut)
+    } else {
+        state
+    }
+}
+
+fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
     loop {
         let next = with(|scheduler| {
             let Some(call) = scheduler.calls.get_mut(&id) else {
@@ -227,7 +237,7 @@ fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result
             scheduler.running = None;
             Ok(())
         })?;
-        if watchdog.tripped() {
+        if watchdog::tripped() {
             return Ok(end_call(id, CallState::TimedOut));
         }
         let finish = match result {

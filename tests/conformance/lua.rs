@@ -6,6 +6,8 @@ pub use toolcell_tests::Fixture;
 mod api;
 #[path = "http.rs"]
 mod http;
+#[path = "returns.rs"]
+mod returns;
 #[path = "sandbox.rs"]
 mod sandbox;
 #[path = "tasks.rs"]

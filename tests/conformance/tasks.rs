@@ -453,6 +453,38 @@ async fn a_caller_can_cancel_a_call_in_flight() {
     assert_eq!(output(&runtime, "ping", "{}").await, "pong");
 }
 
+/// Issue 17 point 7: a cancelled call whose Lua code is running stops at its next
+/// deadline check, long before its own deadline; the plugin keeps its state.
+#[tokio::test]
+async fn a_cancelled_call_running_lua_code_stops_at_its_next_check() {
+    let fixture = Fixture::new(&[(
+        "spin.lua",
+        r#"
+        spins = 0
+        clm.tool_register("spin", { timeout_ms = 60000, invoke = function(_, ctx)
+          spins = spins + 1
+          while true do end
+        end })
+        clm.tool_register("spins", { invoke = function(_, ctx) ctx:complete(tostring(spins)) end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    for round in 1..=2 {
+        let call = runtime.call("spin", "{}").expect("spin");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        call.cancel("the user pressed stop");
+        // Were it not stopped, it would run for 60 s (HANG_GUARD is 30 s).
+        let outcome = tokio::time::timeout(toolcell_tests::HANG_GUARD, call)
+            .await
+            .expect("the cancelled call stopped");
+        assert_eq!(
+            outcome,
+            CallOutcome::Failed("cancelled: the user pressed stop".into())
+        );
+        assert_eq!(output(&runtime, "spins", "{}").await, round.to_string());
+    }
+}
+
 #[tokio::test]
 async fn sleep_rejects_bad_durations() {
     let fixture = Fixture::new(&[(

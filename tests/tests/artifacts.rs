@@ -304,7 +304,7 @@ fn version_plugin(version: &str) -> Vec<u8> {
 #[tokio::test]
 async fn a_plugin_built_for_an_older_compatible_wit_version_loads() {
     assert_eq!(
-        WIT_VERSION, "0.1.1",
+        WIT_VERSION, "0.1.2",
         "update the versions this test builds against"
     );
     let fixture = fixture_with(&[("older.wasm", &version_plugin("0.1.0"))]);
@@ -321,7 +321,7 @@ async fn a_plugin_built_for_an_older_compatible_wit_version_loads() {
 async fn a_plugin_built_for_an_incompatible_wit_version_is_refused_naming_both() {
     let fixture = fixture_with(&[
         ("a_next_minor.wasm", &version_plugin("0.2.0")),
-        ("b_newer_patch.wasm", &version_plugin("0.1.2")),
+        ("b_newer_patch.wasm", &version_plugin("0.1.3")),
     ]);
     let runtime = fixture.load().await;
     let refusals = runtime.diagnostics();
@@ -341,7 +341,7 @@ async fn a_plugin_built_for_an_incompatible_wit_version_is_refused_naming_both()
     );
     assert_contains(
         &refusals[1].message,
-        &["b_newer_patch.wasm", "toolcell:plugin@0.1.2", "newer"],
+        &["b_newer_patch.wasm", "toolcell:plugin@0.1.3", "newer"],
     );
     assert!(runtime.tools().is_empty());
 }

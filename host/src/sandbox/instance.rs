@@ -220,12 +220,20 @@ impl Instance {
         self.ops().end_call(call);
     }
 
+    /// What the guest said was running when it stopped the last step (for Lua: a
+    /// finalizer), to add to a timeout's message.
+    pub fn take_timeout_note(&mut self) -> Option<String> {
+        self.store.data_mut().timeout_note.take()
+    }
+
     /// Arms the backstops for a step of `call` that should end by `deadline`; returns
     /// the hard deadline (the deadline plus the grace period).
     fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
-        self.store.data_mut().running = Some(call);
         let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
         arm(&mut self.store, fuel, hard_deadline);
+        let state = self.store.data_mut();
+        state.running = Some(call);
+        state.timeout_note = None;
         self.refusals_before_step = self.store.data().cap.refusals();
         hard_deadline
     }
@@ -308,7 +316,16 @@ fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_bef
         ));
     }
     if error.downcast_ref::<HardDeadline>().is_some() {
-        return Crash("it kept running past its deadline without returning control".to_string());
+        // A Lua plugin's deadline check runs everywhere Lua code runs and in the
+        // standard library's own loops (third_party/lua-src/PATCHED.md): what it cannot
+        // stop is a loop inside one C function.
+        let reason = if store.data().plugin.script.is_some() {
+            "it kept running past its deadline inside one C function, where no deadline \
+             check runs (such as string.rep of a huge count, or a pattern that backtracks)"
+        } else {
+            "it kept running past its deadline without returning control"
+        };
+        return Crash(reason.to_string());
     }
     let reason = match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => format!(

@@ -11,10 +11,12 @@
 //!   operation outcomes, expires and cancels calls, restarts the instance after a crash;
 //! - `actor`: how calls reach the supervisor: on the caller's thread when the plugin is
 //!   idle, otherwise through the plugin's actor task, which also delivers operation
-//!   outcomes and watches deadlines.
+//!   outcomes and watches deadlines;
+//! - `interrupts`: cancellations that reach a step while it runs.
 
 mod actor;
 mod instance;
+mod interrupts;
 mod limiter;
 mod log;
 mod ops;
@@ -38,6 +40,7 @@ use crate::files::{FileAccess, Files};
 use crate::grants::{Granted, Hints};
 use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
+use interrupts::Interrupts;
 use log::PluginLog;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
@@ -101,8 +104,8 @@ pub struct SharedServices {
     pub debug_log: Option<Arc<DebugLog>>,
 }
 
-/// Everything a plugin's sandbox needs to know about its plugin; shared read-only by
-/// the actor and every store the plugin ever gets.
+/// Everything a plugin's sandbox needs to know about its plugin; shared by the actor
+/// and every store the plugin ever gets, read-only but for `interrupts`.
 pub struct PluginContext {
     /// The plugin's name: its id.
     pub name: String,
@@ -126,6 +129,8 @@ pub struct PluginContext {
     pub http_settings: HttpSettings,
     /// The plugin's HTTP client, created on its first request.
     http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
+    /// Its calls cancelled while a step may be running.
+    pub interrupts: Interrupts,
 }
 
 impl PluginContext {
@@ -154,6 +159,7 @@ impl PluginContext {
             http_policy: settings.http_policy,
             http_settings: settings.http_settings,
             http_client: OnceLock::new(),
+            interrupts: Interrupts::default(),
         }
     }
 

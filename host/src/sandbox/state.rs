@@ -9,10 +9,13 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginContext;
 use super::limiter::MemoryCap;
-use super::ops::{CallId, Operations};
+use super::ops::Operations;
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
 use crate::clock;
 use crate::http::{self, Method};
+
+/// The longest `timeout-note` kept: a sentence, not a payload.
+const MAX_TIMEOUT_NOTE: usize = 1024;
 
 /// What a plugin's store holds.
 pub struct StoreState {
@@ -24,11 +27,13 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
-    /// The call whose step runs now (none: the load).
-    pub(super) running: Option<CallId>,
     /// The step running now must end by this instant, or it is stopped (at a fuel yield,
     /// or at an epoch tick when epoch interruption stands in for fuel yields).
     pub(super) hard_deadline: Instant,
+    /// The call whose step runs now (none while the plugin loads).
+    pub(super) running: Option<u64>,
+    /// What the guest said was running when it stopped the step (`timeout-note`).
+    pub(super) timeout_note: Option<String>,
 }
 
 impl StoreState {
@@ -50,8 +55,9 @@ impl StoreState {
             cap,
             plugin,
             ops,
-            running: None,
             hard_deadline: Instant::now(),
+            running: None,
+            timeout_note: None,
         }
     }
 }
@@ -82,6 +88,24 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn now(&mut self) -> u64 {
         clock::now()
+    }
+
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        clock::now() > deadline
+            || self
+                .running
+                .is_some_and(|call| self.plugin.interrupts.is_requested(call))
+    }
+
+    fn timeout_note(&mut self, mut note: String) {
+        if note.len() > MAX_TIMEOUT_NOTE {
+            let mut end = MAX_TIMEOUT_NOTE;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+        }
+        self.timeout_note = Some(note);
     }
 
     fn config(&mut self, key: String) -> Option<String> {

@@ -206,7 +206,7 @@ impl Supervisor {
             }
             Ok(CallState::Completed(output)) => CallOutcome::Completed(output),
             Ok(CallState::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
-            Ok(CallState::TimedOut) => CallOutcome::Failed(timeout_message(&host_call)),
+            Ok(CallState::TimedOut) => CallOutcome::Failed(self.stopped_message(call, &host_call)),
             Err(crash) => {
                 self.crashed(crash, Some(host_call)).await;
                 return;
@@ -216,6 +216,20 @@ impl Supervisor {
             instance.end_call(call);
         }
         host_call.finish(outcome);
+    }
+
+    /// Why the guest stopped a step of `call`: the caller cancelled it (the guest's
+    /// deadline check saw it), or its deadline passed, with what the guest said was
+    /// running then.
+    fn stopped_message(&mut self, call: CallId, host_call: &HostCall) -> String {
+        let note = self.instance.as_mut().and_then(Instance::take_timeout_note);
+        if let Some(reason) = self.context.interrupts.take(call) {
+            return format!("cancelled: {reason}");
+        }
+        match note {
+            Some(note) => format!("{}; {note}", timeout_message(host_call)),
+            None => timeout_message(host_call),
+        }
     }
 
     /// Delivers an operation's outcome to the call waiting for it.
@@ -263,6 +277,7 @@ impl Supervisor {
     /// Ends call `call` inside the plugin, if it is in flight, and fails it with
     /// `message`.
     pub async fn cancel(&mut self, call: CallId, message: &str) {
+        self.context.interrupts.take(call);
         let Some(host_call) = self.calls.remove(&call) else {
             return;
         };

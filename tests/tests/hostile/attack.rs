@@ -204,6 +204,9 @@ pub struct Attack {
     /// One line: what the plugin tries.
     pub what: &'static str,
     pub source: Source,
+    /// A Lua plugin is also run packed into a `.wasm` artifact, as `toolcell pack`
+    /// makes it, in an arena of its own: it must end every step the same way.
+    pub packed_too: bool,
     pub setup: Vec<Setup>,
     pub layout: Layout,
     pub limits: Limits,
@@ -221,6 +224,7 @@ pub fn attack(category: Category, name: &'static str, what: &'static str) -> Att
         name,
         what,
         source: Source::Lua,
+        packed_too: false,
         setup: Vec::new(),
         layout: Layout::Separate,
         limits: Limits::default(),
@@ -252,6 +256,12 @@ impl Attack {
     /// The plugin is `file`, copied as is under the name `NAME.wasm`.
     pub fn raw_file(mut self, file: &'static str) -> Self {
         self.source = Source::RawFile(file);
+        self
+    }
+
+    /// Runs the Lua plugin packed too (see [`Attack::packed_too`]).
+    pub fn packed_too(mut self) -> Self {
+        self.packed_too = true;
         self
     }
 

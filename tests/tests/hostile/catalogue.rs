@@ -26,7 +26,19 @@ fn crashed_elsewhere(plugin: &str, reason: &str) -> String {
     )
 }
 
-const PAST_DEADLINE: &str = "it kept running past its deadline without returning control";
+/// How a Lua plugin's crash at the hard deadline reads.
+const PAST_DEADLINE_IN_C: &str = "it kept running past its deadline inside one C function, \
+     where no deadline check runs (such as string.rep of a huge count, or a pattern that \
+     backtracks)";
+
+/// How a call that ran into a finalizer at its deadline fails.
+fn timed_out_in_finalizer(tool: &str, ms: u32) -> String {
+    format!(
+        "tool '{tool}' timed out after {ms} ms; the deadline passed while a finalizer (__gc) \
+         ran; finalizers run during whichever call collects the garbage, so it may have been \
+         left by another call"
+    )
+}
 
 fn path(path: &str) -> String {
     serde_json::json!({ "path": path }).to_string()
@@ -64,9 +76,39 @@ fn cpu() -> Vec<Attack> {
             .load_fails(
                 "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",
             ),
-        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work the hook cannot see")
-            .fails("flood", "{}", &crashed("gsub_flood", PAST_DEADLINE))
+        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work charged to the check")
+            .fails("flood", "{}", "tool 'flood' timed out after 300 ms")
             .completes("flood_alive", "{}", "alive"),
+        attack(Cpu, "c_loop", "a loop inside one C function: string.rep(\"\", 2^53)")
+            .fails("c_spin", "{}", &crashed("c_loop", PAST_DEADLINE_IN_C))
+            .completes("c_calls", "{}", "0"),
+        attack(Cpu, "callbacks_from_c", "Lua callbacks C runs in a loop, without calls or loops")
+            .packed_too()
+            .fails("move_spin", "{}", "tool 'move_spin' timed out after 200 ms")
+            .fails("concat_spin", "{}", "tool 'concat_spin' timed out after 200 ms")
+            .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
+            .fails("lt_spin", "{}", "tool 'lt_spin' timed out after 200 ms")
+            .fails("gsub_spin", "{}", "tool 'gsub_spin' timed out after 200 ms")
+            .completes("callback_calls", "{}", "5"),
+        attack(Cpu, "close_after_deadline", "<close> handlers that never end, after the deadline")
+            .packed_too()
+            .fails("close_spin", "{}", "tool 'close_spin' timed out after 200 ms")
+            .fails("close_spin_pcall", "{}", "tool 'close_spin_pcall' timed out after 200 ms")
+            .fails("close_spin_task", "{}", "tool 'close_spin_task' timed out after 200 ms")
+            .completes("close_calls", "{}", "3"),
+        attack(Cpu, "finalizer_spin", "finalizers that never end, in the call that collects them")
+            .packed_too()
+            .completes("litter", "{}", "littered")
+            .fails("victim", "{}", &timed_out_in_finalizer("victim", 300))
+            .fails("own_garbage", "{}", &timed_out_in_finalizer("own_garbage", 300))
+            .completes("finalizer_calls", "{}", "3"),
+        attack(Cpu, "host_service_spin", "loops of host services and JSON work the VM count misses")
+            .packed_too()
+            .fails("read_spin", "{}", "tool 'read_spin' timed out after 300 ms")
+            .fails("read_spin_kept", "{}", "tool 'read_spin_kept' timed out after 300 ms")
+            .fails("write_spin", "{}", "tool 'write_spin' timed out after 300 ms")
+            .fails("decode_spin", "{}", "tool 'decode_spin' timed out after 300 ms")
+            .completes("service_calls", "{}", "4"),
         attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
             // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
             // stops the recursion first.
@@ -885,9 +927,9 @@ fn budgets() -> Vec<Attack> {
             .completes("long3", "{}", "alive"),
         attack(Budgets, "log_flood", "ctx:log of 3 million newlines, without end")
             .logged()
-            // Each message costs the host milliseconds, and the Lua hook counts none of
-            // it: the step runs past its deadline and the instance is stopped.
-            .fails("l", "{}", &crashed("log_flood", PAST_DEADLINE))
+            // Each message is charged to the deadline's instruction count by its size,
+            // so the endless loop of 3 MB messages stops at its deadline.
+            .fails("l", "{}", "tool 'l' timed out after 2000 ms")
             .log(
                 MIB as usize + 512,
                 "messages of call 1 were dropped; a call may write 1 MiB]",
