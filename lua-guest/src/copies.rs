@@ -6,9 +6,10 @@
 //! `warn` of 40 strings of 1 MiB each) and grow the instance to the host's hard cap,
 //! which traps it. So every copy is charged to the same limit first: one that does not
 //! fit beside what Lua holds fails as Lua's ordinary "not enough memory" error, which
-//! `pcall` catches and which, uncaught, fails the call with "out of memory". A copy made
-//! for one host call is charged while it is made ([`Copies`]); what the plugin keeps for
-//! its whole life (its tools' specs) lowers Lua's own limit for good ([`keep`]).
+//! `pcall` catches and which, uncaught, fails the call with "out of memory" (after a full
+//! collection, as Lua tries before it refuses an allocation). A copy made for one host
+//! call is charged while it is made ([`Copies`]); what the plugin keeps for its whole
+//! life (its tools' specs) lowers Lua's own limit for good ([`keep`]).
 
 use std::cell::Cell;
 
@@ -36,6 +37,17 @@ fn available(lua: &Lua) -> usize {
     }
 }
 
+/// Whether `bytes` more fit in what the plugin has left, after a full collection if
+/// need be: as for Lua's own allocations, garbage is collected before memory is refused.
+fn fits(lua: &Lua, bytes: usize) -> bool {
+    if bytes <= available(lua) {
+        return true;
+    }
+    // A failed collection (a finalizer's error) leaves what is left as it was.
+    let _ = lua.gc_collect();
+    bytes <= available(lua)
+}
+
 /// Keeps `bytes` of Rust memory for the plugin's life: fails unless they fit, then
 /// lowers Lua's limit by them.
 pub fn keep(lua: &Lua, bytes: usize) -> mlua::Result<()> {
@@ -43,7 +55,7 @@ pub fn keep(lua: &Lua, bytes: usize) -> mlua::Result<()> {
     if limit == 0 {
         return Ok(());
     }
-    if bytes > available(lua) {
+    if !fits(lua, bytes) {
         return Err(not_enough_memory());
     }
     KEPT.set(KEPT.get() + bytes);
@@ -65,7 +77,7 @@ impl<'lua> Copies<'lua> {
 
     /// Charges `bytes` more, or fails with "not enough memory" when they do not fit.
     pub fn charge(&mut self, bytes: usize) -> mlua::Result<()> {
-        if bytes > available(self.lua).saturating_sub(self.held) {
+        if !fits(self.lua, bytes.saturating_add(self.held)) {
             return Err(not_enough_memory());
         }
         self.held += bytes;
