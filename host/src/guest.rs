@@ -46,7 +46,11 @@ pub async fn lua_pre(
 /// run on the plain guest, which builds its Lua state in `load`.
 fn compile(engine: &Engine, cache: &CodeCache) -> wasmtime::Result<Component> {
     if crate::engine::options().snapshot && cache.is_usable() {
-        match cache.get_or_compile(engine, prepared_key, || prepare(engine)) {
+        let prepare = || {
+            cache.announce("the Lua runtime", LUA_GUEST_WASM.len());
+            prepare(engine)
+        };
+        match cache.get_or_compile(engine, prepared_key, prepare) {
             Ok(component) => return Ok(component),
             Err(error) => tracing::warn!(
                 "could not prepare a snapshot of the Lua runtime ({error:#}); \
@@ -54,7 +58,12 @@ fn compile(engine: &Engine, cache: &CodeCache) -> wasmtime::Result<Component> {
             ),
         }
     }
-    cache.component(engine, LUA_GUEST_WASM, Some(LUA_GUEST_SHA256))
+    cache.component(
+        engine,
+        LUA_GUEST_WASM,
+        Some(LUA_GUEST_SHA256),
+        "the Lua runtime",
+    )
 }
 
 /// The cache key of the prepared Lua guest: the snapshot is a function of the guest's

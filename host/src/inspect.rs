@@ -111,23 +111,8 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
         };
         report.signatures = signature::verify(&artifact);
     }
-    let runtime = Runtime::builder()
-        .plugin_file(path)
-        .root(std::env::temp_dir())
-        .file_access(FileAccess::None)
-        .trust(TrustPolicy::default())
-        .debug_log(None)
-        .cache(cache)
-        .build()
-        .await
-        .map_err(|error| error.to_string())?;
-    // Inspecting grants no file access on purpose; that cut is not the plugin's problem.
-    report.diagnostics = runtime
-        .diagnostics()
-        .iter()
-        .filter(|diagnostic| diagnostic.kind != crate::DiagnosticKind::CapabilityDenied)
-        .cloned()
-        .collect();
+    let (runtime, diagnostics) = load_without_files(path, cache).await?;
+    report.diagnostics = diagnostics;
     report.tools = if runtime.plugins().is_empty() {
         Err(runtime
             .diagnostics()
@@ -139,4 +124,34 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, String> {
         Ok(runtime.tools().to_vec())
     };
     Ok(report)
+}
+
+/// Loads the plugin file `path` alone, as `call` would, but with no files to touch (its
+/// root is an empty directory and its access none), for looking at a plugin without
+/// running it for real (`inspect`, `pack`'s check). Returns the runtime and what loading
+/// reported, less the capability cut that this implies, which is not the plugin's
+/// problem.
+pub async fn load_without_files(
+    path: &Path,
+    cache: CodeCache,
+) -> Result<(Runtime, Vec<Diagnostic>), String> {
+    let root = tempfile::tempdir()
+        .map_err(|error| format!("cannot create an empty file root: {error}"))?;
+    let runtime = Runtime::builder()
+        .plugin_file(path)
+        .root(root.path())
+        .file_access(FileAccess::None)
+        .trust(TrustPolicy::default())
+        .debug_log(None)
+        .cache(cache)
+        .build()
+        .await
+        .map_err(|error| error.to_string())?;
+    let diagnostics = runtime
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.kind != crate::DiagnosticKind::CapabilityDenied)
+        .cloned()
+        .collect();
+    Ok((runtime, diagnostics))
 }

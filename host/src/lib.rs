@@ -32,6 +32,7 @@ pub mod reload;
 pub mod results;
 mod runtime;
 mod sandbox;
+pub mod scaffold;
 pub mod schema;
 mod schema_budget;
 pub mod signature;

@@ -66,12 +66,12 @@ impl ValidatorCompiler {
             .build(schema)
             .map(|validator| ArgumentValidator { validator })
             .map_err(|error| {
-                let at = error.instance_path().as_str();
-                if at.is_empty() {
-                    one_line(&error.to_string())
-                } else {
-                    one_line(&format!("at `{at}` in the schema: {error}"))
+                let first = schema_problem(&error);
+                let mut problems = meta_problems(schema);
+                if !problems.contains(&first) {
+                    problems.push(first);
                 }
+                list(problems)
             })
     }
 }
@@ -93,16 +93,47 @@ impl ArgumentValidator {
         }
         problems.sort();
         problems.dedup();
-        let total = problems.len();
-        let mut listed: Vec<String> = problems
-            .into_iter()
-            .take(MAX_LISTED)
-            .map(|(_, problem)| problem)
-            .collect();
-        if total > MAX_LISTED {
-            listed.push(format!("and {} more problems", total - MAX_LISTED));
-        }
-        Err(listed.join("; "))
+        Err(list(
+            problems.into_iter().map(|(_, problem)| problem).collect(),
+        ))
+    }
+}
+
+/// Problems joined with "; ", at most [`MAX_LISTED`] of them, then how many more.
+fn list(problems: Vec<String>) -> String {
+    let total = problems.len();
+    let mut listed: Vec<String> = problems.into_iter().take(MAX_LISTED).collect();
+    if total > MAX_LISTED {
+        listed.push(format!("and {} more problems", total - MAX_LISTED));
+    }
+    listed.join("; ")
+}
+
+/// Every place where `schema` breaks its draft's meta-schema, so an author fixes them
+/// all at once (compiling stops at the first). Nothing for a schema naming a
+/// meta-schema this build does not know: compiling already said so.
+fn meta_problems(schema: &Value) -> Vec<String> {
+    if jsonschema::Draft::default().detect(schema) == jsonschema::Draft::Unknown {
+        return Vec::new();
+    }
+    let Ok(meta) = jsonschema::meta::validator_for(schema) else {
+        return Vec::new();
+    };
+    let mut problems: Vec<String> = meta
+        .iter_errors(schema)
+        .map(|e| schema_problem(&e))
+        .collect();
+    problems.dedup();
+    problems
+}
+
+/// One problem of a schema, saying where in it.
+fn schema_problem(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().as_str();
+    if at.is_empty() {
+        one_line(&error.to_string())
+    } else {
+        one_line(&format!("at `{at}` in the schema: {error}"))
     }
 }
 
@@ -221,6 +252,27 @@ mod tests {
             compile(&schema).unwrap_err(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
+    }
+
+    #[test]
+    fn every_problem_of_a_schema_is_listed() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": { "minimum": "one" },
+                "s": { "type": "text" },
+                "t": { "maxLength": -1 }
+            }
+        });
+        let error = compile(&schema).unwrap_err();
+        for part in [
+            r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#,
+            "at `/properties/s/type` in the schema:",
+            "at `/properties/t/maxLength` in the schema:",
+        ] {
+            assert!(error.contains(part), "expected {part:?} in {error:?}");
+        }
+        assert_eq!(error.split("; ").count(), 3, "{error}");
     }
 
     #[test]

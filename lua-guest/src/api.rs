@@ -73,6 +73,7 @@ fn install_clm(lua: &Lua) -> mlua::Result<()> {
     clm.raw_set("tool_register", lua.create_function(tool_register)?)?;
     clm.raw_set("read_file", lua.create_function(read_file)?)?;
     clm.raw_set("write_file", lua.create_function(write_file)?)?;
+    clm.raw_set("time", lua.create_function(time)?)?;
     let config = lua.create_table()?;
     clm.raw_set("config", config.clone())?;
     lua.set_named_registry_value(CONFIG_KEY, config)?;
@@ -117,6 +118,16 @@ fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
         registry.config_matched = true;
     }
     Ok(())
+}
+
+/// `clm.time()`: the wall-clock time in seconds since the Unix epoch, with millisecond
+/// precision. The sandbox has no `os`, so this is how a plugin tells the time (beyond
+/// clm-tool(5)); differences of two readings measure how long something took.
+fn time(_: &Lua, (): ()) -> mlua::Result<f64> {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(since_epoch.as_millis() as f64 / 1000.0)
 }
 
 /// `clm.read_file(path)`: the content (one value), or nil plus an error string.
@@ -387,16 +398,19 @@ fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Re
 }
 
 fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
-    match value {
+    let hint = match &value {
         Value::String(text) => {
             watchdog::charge_bytes(text.as_bytes().len())?;
-            Copies::new(lua).text(&text.as_bytes())
+            return Copies::new(lua).text(&text.as_bytes());
         }
-        other => Err(api_error(
-            lua,
-            format!("{what} expects a string, got {}", type_name(&other)),
-        )),
-    }
+        Value::Table(_) => " (json.encode(value) turns a table into a JSON string)",
+        Value::Integer(_) | Value::Number(_) | Value::Boolean(_) => " (convert it with tostring)",
+        _ => "",
+    };
+    Err(api_error(
+        lua,
+        format!("{what} expects a string, got {}{hint}", type_name(&value)),
+    ))
 }
 
 impl UserData for Ctx {

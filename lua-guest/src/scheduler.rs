@@ -262,14 +262,21 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
         let live = tasks::cancel_live(lua, call, "the tool's invoke function returned")?;
         Ok(match finish {
             Finish::Raised(error) => CallState::Failed(failure_text(lua, &error)),
-            Finish::Returned(_) => match call.ending.take() {
+            Finish::Returned(values) => match call.ending.take() {
                 Some(Ending::Failed(message)) => CallState::Failed(message),
                 _ if live > 0 => CallState::Failed(format!(
                     "invoke returned while {live} task(s) were still running; they were cancelled"
                 )),
-                None => CallState::Failed(
-                    "invoke returned without calling ctx:complete or ctx:fail".to_string(),
-                ),
+                None => CallState::Failed(match values.front() {
+                    None | Some(Value::Nil) => {
+                        "invoke returned without calling ctx:complete or ctx:fail".to_string()
+                    }
+                    Some(value) => format!(
+                        "invoke returned a value ({}) without calling ctx:complete or ctx:fail; \
+                         the value is ignored: pass the result as a string to ctx:complete",
+                        errors::type_name(value)
+                    ),
+                }),
                 Some(Ending::Completed(result)) => match tasks::unobserved_error(call) {
                     Some(error) => CallState::Failed(format!(
                         "the tool completed while a task error was never observed: {error}"

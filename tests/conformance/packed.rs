@@ -4,6 +4,8 @@ pub use toolcell_tests::packed::Fixture;
 
 #[path = "api.rs"]
 mod api;
+#[path = "authoring.rs"]
+mod authoring;
 #[path = "http.rs"]
 mod http;
 #[path = "returns.rs"]

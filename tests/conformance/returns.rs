@@ -19,6 +19,7 @@ check("clm.tool_register", count(clm.tool_register("arity", { invoke = function(
   check("clm.read_file ok", count(clm.read_file("a.txt")))
   check("clm.read_file failing", count(clm.read_file("missing.txt")))
   check("clm.sleep", count(clm.sleep(0)))
+  check("clm.time", count(clm.time()))
   local ok_task = clm.spawn(function() return 1 end)
   check("clm.spawn", count(ok_task))
   check("task:result pending", count(ok_task:result()))
@@ -68,6 +69,7 @@ clm.write_file failing 2
 clm.read_file ok 1
 clm.read_file failing 2
 clm.sleep 0
+clm.time 1
 clm.spawn 1
 task:result pending 1
 task:wait 1

@@ -83,7 +83,7 @@ impl ToolServer {
         let started = self.shared.runtime().call(&request.name, &args);
         let mut call = match started {
             Ok(call) => call,
-            Err(error @ InvokeError::UnknownTool { .. }) => {
+            Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
                 return Err(ErrorData::invalid_params(error.to_string(), None));
             }
             Err(error @ InvokeError::InvalidArguments { .. }) => {

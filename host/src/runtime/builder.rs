@@ -257,6 +257,7 @@ impl RuntimeBuilder {
             tools: Vec::new(),
             entries: Vec::new(),
             by_name: HashMap::new(),
+            unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
             run: rand_core::RngCore::next_u32(&mut rand_core::OsRng),

@@ -161,7 +161,10 @@ impl Loader {
         }));
         let pre = match source.code {
             Code::EmbeddedLua => guest::lua_pre(&self.engine, &self.cache, self.linker).await,
-            Code::Component { bytes, digest } => self.component_pre(bytes, digest).await,
+            Code::Component { bytes, digest } => {
+                let what = format!("plugin {}", file.display_name());
+                self.component_pre(bytes, digest, what).await
+            }
         };
         let outcome = match pre {
             Err(message) => Err(Refusal {
@@ -197,11 +200,16 @@ impl Loader {
     }
 
     /// Compiles a component (off the async threads: a large one takes seconds).
-    async fn component_pre(&self, bytes: Vec<u8>, digest: String) -> Result<PluginPre, String> {
+    async fn component_pre(
+        &self,
+        bytes: Vec<u8>,
+        digest: String,
+        what: String,
+    ) -> Result<PluginPre, String> {
         let (engine, cache) = (self.engine.clone(), self.cache.clone());
         let component = tokio::task::spawn_blocking(move || {
             cache
-                .component(&engine, &bytes, Some(&digest))
+                .component(&engine, &bytes, Some(&digest), &what)
                 .map_err(|error| format!("not a valid wasm component: {error:#}"))
         })
         .await

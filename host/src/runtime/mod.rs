@@ -16,6 +16,7 @@
 mod builder;
 mod diagnostic;
 mod loader;
+mod offered;
 mod plugin;
 
 use std::collections::HashMap;
@@ -74,6 +75,15 @@ pub struct PluginInfo {
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvokeError {
+    /// The tool belongs to a plugin that did not load (or a registration the host
+    /// refused); `reason` says why.
+    #[error("tool '{name}' is unavailable: {reason}")]
+    Unavailable {
+        /// The name asked for.
+        name: String,
+        /// The diagnostic that explains it.
+        reason: String,
+    },
     /// No loaded plugin registered this tool.
     #[error("unknown tool '{name}'{}", suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
     UnknownTool {
@@ -108,6 +118,9 @@ pub struct Runtime {
     /// How to call each tool, parallel to `tools`.
     entries: Vec<ToolEntry>,
     by_name: HashMap<String, usize>,
+    /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
+    /// registration the host refused), with the reason: derived by `rebuild`.
+    unavailable: HashMap<String, String>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
     /// This run's id, which the ids of its stored results start with.
@@ -205,7 +218,22 @@ impl Runtime {
             .plugins
             .binary_search_by(|plugin| plugin.file.order().cmp(&update.file.order()));
         match (position, update.plugin) {
-            (Ok(index), Some(plugin)) => self.plugins[index] = plugin,
+            (Ok(index), Some(mut plugin)) => {
+                if plugin.manifest.is_none() {
+                    // A reload that failed: the tools the plugin offered before are the
+                    // ones a caller will look for.
+                    let before: Vec<String> = self.plugins[index]
+                        .tool_names()
+                        .map(str::to_string)
+                        .collect();
+                    for name in before {
+                        if !plugin.offered.contains(&name) {
+                            plugin.offered.push(name);
+                        }
+                    }
+                }
+                self.plugins[index] = plugin;
+            }
             (Err(index), Some(plugin)) => self.plugins.insert(index, plugin),
             (Ok(index), None) => {
                 self.plugins.remove(index);
@@ -240,16 +268,24 @@ impl Runtime {
         self.tools.clear();
         self.entries.clear();
         self.by_name.clear();
+        self.unavailable.clear();
         self.diagnostics.clear();
         let mut ids: HashMap<&str, &Path> = HashMap::new();
         for plugin in &self.plugins {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
             let Some(manifest) = &plugin.manifest else {
+                if let Some(failure) = plugin
+                    .diagnostics
+                    .iter()
+                    .rfind(|diagnostic| diagnostic.severity == Severity::Error)
+                {
+                    mark_unavailable(&mut self.unavailable, plugin, &failure.message);
+                }
                 continue;
             };
             let display = plugin.file.display_name();
             if let Some(first) = ids.get(manifest.id.as_str()) {
-                self.diagnostics.push(Diagnostic::error(
+                let collision = Diagnostic::error(
                     plugin.file.path.clone(),
                     DiagnosticKind::IdCollision,
                     format!(
@@ -257,7 +293,9 @@ impl Runtime {
                         manifest.id,
                         file_name(first)
                     ),
-                ));
+                );
+                mark_unavailable(&mut self.unavailable, plugin, &collision.message);
+                self.diagnostics.push(collision);
                 continue;
             }
             ids.insert(&manifest.id, &plugin.file.path);
@@ -277,7 +315,10 @@ impl Runtime {
                 let tool = match tool {
                     Ok(tool) => tool,
                     Err(rejected) => {
-                        self.diagnostics.push(rejected.clone());
+                        self.diagnostics.push(rejected.diagnostic.clone());
+                        self.unavailable
+                            .entry(rejected.name.clone())
+                            .or_insert_with(|| rejected.diagnostic.message.clone());
                         continue;
                     }
                 };
@@ -300,6 +341,9 @@ impl Runtime {
                 self.entries.push(tool.entry.clone());
             }
         }
+        let by_name = &self.by_name;
+        self.unavailable
+            .retain(|name, _| !by_name.contains_key(name));
     }
 
     /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
@@ -315,9 +359,15 @@ impl Runtime {
         let index = *self
             .by_name
             .get(tool)
-            .ok_or_else(|| InvokeError::UnknownTool {
-                name: tool.to_string(),
-                suggestion: closest(tool, self.tools.iter().map(|tool| tool.name.as_str())),
+            .ok_or_else(|| match self.unavailable.get(tool) {
+                Some(reason) => InvokeError::Unavailable {
+                    name: tool.to_string(),
+                    reason: reason.clone(),
+                },
+                None => InvokeError::UnknownTool {
+                    name: tool.to_string(),
+                    suggestion: closest(tool, self.tools.iter().map(|tool| tool.name.as_str())),
+                },
             })?;
         let info = &self.tools[index];
         let entry = &self.entries[index];
@@ -384,6 +434,16 @@ impl Drop for Runtime {
     /// exits right after).
     fn drop(&mut self) {
         self.loader.flush_log();
+    }
+}
+
+/// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
+/// found for a name stays).
+fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &Plugin, reason: &str) {
+    for name in plugin.tool_names() {
+        unavailable
+            .entry(name.to_string())
+            .or_insert_with(|| reason.to_string());
     }
 }
 

@@ -23,6 +23,7 @@ use super::ToolInfo;
 use super::builder::BuildError;
 use super::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use super::loader::{LoadReport, Loaded};
+use super::offered;
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
@@ -141,7 +142,19 @@ pub(super) struct Plugin {
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
     /// The tools in registration order: ready, or rejected with the reason.
-    pub tools: Vec<Result<PreparedTool, Diagnostic>>,
+    pub tools: Vec<Result<PreparedTool, RejectedTool>>,
+    /// For a plugin that did not load: the tools it would have offered, so that calling
+    /// one says why it is unavailable (see `offered`).
+    pub offered: Vec<String>,
+}
+
+/// A tool the host refused to register (an invalid name or schema), and why.
+#[derive(Clone)]
+pub(super) struct RejectedTool {
+    /// The name it was registered under.
+    pub name: String,
+    /// Why it was refused.
+    pub diagnostic: Diagnostic,
 }
 
 /// A tool ready to register: what callers see and what the runtime needs to call it.
@@ -162,6 +175,18 @@ pub(super) struct ToolEntry {
 }
 
 impl Plugin {
+    /// The names of the tools this plugin registered (rejected ones included), or would
+    /// have offered if it did not load.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools
+            .iter()
+            .map(|tool| match tool {
+                Ok(tool) => tool.info.name.as_str(),
+                Err(rejected) => rejected.name.as_str(),
+            })
+            .chain(self.offered.iter().map(String::as_str))
+    }
+
     /// A plugin whose load never reported back.
     pub fn unfinished(file: PluginFile, message: &str) -> Plugin {
         let refusal = Refusal {
@@ -185,11 +210,13 @@ impl Plugin {
                 bounded_message(refusal.message)
             ),
         ));
+        let offered = offered::in_file(&file.path);
         Plugin {
             file,
             manifest: None,
             diagnostics,
             tools: Vec::new(),
+            offered,
         }
     }
 
@@ -248,6 +275,7 @@ impl Plugin {
             manifest: Some(manifest),
             diagnostics,
             tools,
+            offered: Vec::new(),
         }
     }
 }
@@ -273,10 +301,12 @@ impl ToolChecks<'_> {
         &mut self,
         mut spec: ToolSpec,
         handle: &PluginHandle,
-    ) -> Result<PreparedTool, Diagnostic> {
+    ) -> Result<PreparedTool, RejectedTool> {
         let display = self.display;
-        let rejected = |kind: DiagnosticKind, message: String| {
-            Diagnostic::error(self.file.path.clone(), kind, message)
+        let name = spec.name.clone();
+        let rejected = |kind: DiagnosticKind, message: String| RejectedTool {
+            name: name.clone(),
+            diagnostic: Diagnostic::error(self.file.path.clone(), kind, message),
         };
         if !schema::is_valid_tool_name(&spec.name) {
             return Err(rejected(

@@ -295,7 +295,7 @@ fn cache_entry(dir: &Path) -> Result<String, String> {
     let engine = toolcell::engine::shared()?;
     let wasm = wat::parse_str("(component)").map_err(|error| error.to_string())?;
     CodeCache::new(Some(dir.to_path_buf()))
-        .component(engine, &wasm, None)
+        .component(engine, &wasm, None, "an empty component")
         .map_err(|error| format!("{error:#}"))?;
     std::fs::read_dir(dir)
         .map_err(|error| error.to_string())?

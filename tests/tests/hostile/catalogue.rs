@@ -651,7 +651,8 @@ fn protocol() -> Vec<Attack> {
             .fails(
                 "complete_table",
                 "{}",
-                "complete_non_string.lua:3: ctx:complete expects a string, got table",
+                "complete_non_string.lua:3: ctx:complete expects a string, got table \
+                 (json.encode(value) turns a table into a JSON string)",
             )
             .fails(
                 "complete_nil",
