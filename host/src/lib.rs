@@ -26,6 +26,7 @@ pub mod integrity;
 pub mod limits;
 pub mod manifest;
 pub mod mcp;
+mod outcome;
 pub mod output;
 pub mod pack;
 pub mod reload;
@@ -42,8 +43,8 @@ pub mod trusted;
 mod validation;
 pub mod wit_version;
 
+pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{
     BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
     RuntimeBuilder, Severity, ToolInfo,
 };
-pub use sandbox::CallOutcome;

@@ -31,10 +31,12 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::grants::Grants;
 use crate::manifest::Manifest;
+use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
 use crate::results::{self, ResultError, ResultStore};
-use crate::sandbox::{CallOutcome, PluginHandle};
+use crate::sandbox::PluginHandle;
 use crate::validation::ArgumentValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -70,6 +72,8 @@ pub struct PluginInfo {
     pub file: PathBuf,
     /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
     pub manifest: Manifest,
+    /// What it was granted: its manifest's asks, cut to what the user's policy allows.
+    pub grants: Grants,
 }
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
@@ -219,7 +223,7 @@ impl Runtime {
             .binary_search_by(|plugin| plugin.file.order().cmp(&update.file.order()));
         match (position, update.plugin) {
             (Ok(index), Some(mut plugin)) => {
-                if plugin.manifest.is_none() {
+                if plugin.info.is_none() {
                     // A reload that failed: the tools the plugin offered before are the
                     // ones a caller will look for.
                     let before: Vec<String> = self.plugins[index]
@@ -273,7 +277,7 @@ impl Runtime {
         let mut ids: HashMap<&str, &Path> = HashMap::new();
         for plugin in &self.plugins {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(manifest) = &plugin.manifest else {
+            let Some(info) = &plugin.info else {
                 if let Some(failure) = plugin
                     .diagnostics
                     .iter()
@@ -283,6 +287,7 @@ impl Runtime {
                 }
                 continue;
             };
+            let manifest = &info.manifest;
             let display = plugin.file.display_name();
             if let Some(first) = ids.get(manifest.id.as_str()) {
                 let collision = Diagnostic::error(
@@ -299,10 +304,7 @@ impl Runtime {
                 continue;
             }
             ids.insert(&manifest.id, &plugin.file.path);
-            self.infos.push(PluginInfo {
-                file: plugin.file.path.clone(),
-                manifest: manifest.clone(),
-            });
+            self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {
                     file: plugin.file.path.clone(),
@@ -423,7 +425,9 @@ impl Runtime {
             Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
         };
         match validator {
-            Some(validator) => validator.check(&args).map_err(invalid),
+            Some(validator) => validator
+                .check(&args)
+                .map_err(|problems| invalid(problems.to_string())),
             None => Ok(()),
         }
     }
@@ -555,7 +559,7 @@ impl Future for Call {
         if let Some(keeping) = self.keeping.as_mut() {
             return Pin::new(keeping).poll(cx).map(|kept| {
                 kept.unwrap_or_else(|error| {
-                    CallOutcome::Failed(format!("keeping the result failed: {error}"))
+                    CallOutcome::Stopped(format!("keeping the result failed: {error}"))
                 })
             });
         }
@@ -563,7 +567,7 @@ impl Future for Call {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(outcome)) => outcome,
             Poll::Ready(Err(_)) => {
-                CallOutcome::Failed(format!("plugin '{}' stopped", self.handle.name()))
+                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
             }
         };
         self.finished = true;

@@ -11,7 +11,6 @@ use std::time::Duration;
 use crate::bindings::ToolSpec;
 use crate::config::Config;
 use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
-use crate::manifest::Manifest;
 use crate::output::{self, OutputLimits};
 use crate::sandbox::PluginHandle;
 use crate::schema;
@@ -19,11 +18,11 @@ use crate::schema_budget::{OverBudget, Spending};
 use crate::source::Refusal;
 use crate::validation::{ArgumentValidator, ValidatorCompiler};
 
-use super::ToolInfo;
 use super::builder::BuildError;
 use super::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use super::loader::{LoadReport, Loaded};
 use super::offered;
+use super::{PluginInfo, ToolInfo};
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
@@ -137,8 +136,9 @@ impl PluginFile {
 /// its tools, each ready to register or rejected.
 pub(super) struct Plugin {
     pub file: PluginFile,
-    /// The manifest of a plugin that loaded; `None` when it was refused or failed.
-    pub manifest: Option<Manifest>,
+    /// What a plugin that loaded is (its manifest and grants); `None` when it was
+    /// refused or failed.
+    pub info: Option<PluginInfo>,
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
     /// The tools in registration order: ready, or rejected with the reason.
@@ -213,7 +213,7 @@ impl Plugin {
         let offered = offered::in_file(&file.path);
         Plugin {
             file,
-            manifest: None,
+            info: None,
             diagnostics,
             tools: Vec::new(),
             offered,
@@ -240,7 +240,7 @@ impl Plugin {
             handle,
             specs,
             manifest,
-            schemas,
+            grants,
         } = match report.outcome {
             Ok(loaded) => loaded,
             Err(refusal) => return Plugin::refused(file, diagnostics, refusal),
@@ -261,8 +261,8 @@ impl Plugin {
             plugin: &manifest.id,
             config,
             own: HashSet::new(),
-            compiler: ValidatorCompiler::new(schemas.pattern_bytes),
-            spending: Spending::new(schemas),
+            compiler: ValidatorCompiler::new(grants.limits().schemas.pattern_bytes),
+            spending: Spending::new(grants.limits().schemas.clone()),
             warnings: Vec::new(),
         };
         let tools = specs
@@ -271,8 +271,12 @@ impl Plugin {
             .collect();
         diagnostics.append(&mut checks.warnings);
         Plugin {
+            info: Some(PluginInfo {
+                file: file.path.clone(),
+                manifest,
+                grants,
+            }),
             file,
-            manifest: Some(manifest),
             diagnostics,
             tools,
             offered: Vec::new(),
