@@ -38,4 +38,4 @@ pub use runtime::{
     BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
     RuntimeBuilder, Severity, ToolInfo,
 };
-pub use sandbox::CallOutcome;
+pub use sandbox::{CallOutcome, MemoryUse};

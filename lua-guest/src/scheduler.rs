@@ -196,10 +196,27 @@ enum Finish {
 /// Runs the ready coroutines of `id` until none is ready, and reports where the call
 /// stands. Ends (and forgets) the call when its main coroutine ends or it times out.
 pub fn run(lua: &Lua, watchdog: &Watchdog, id: CallId) -> CallState {
-    match run_until_blocked(lua, watchdog, id) {
+    let state = match run_until_blocked(lua, watchdog, id) {
         Ok(state) => state,
         Err(error) => end_call(id, CallState::Failed(failure_text(lua, &error))),
+    };
+    if matches!(&state, CallState::Failed(message) if message.starts_with(OUT_OF_MEMORY)) {
+        reclaim(lua);
     }
+    state
+}
+
+/// How the failure of a call that ran out of Lua memory begins.
+const OUT_OF_MEMORY: &str = "out of memory";
+
+/// Frees what a call that ran out of memory left for the collector. The collections
+/// Lua makes when an allocation fails at the limit do not run finalizers, so objects
+/// with one (userdata, tables with `__gc`) stay, and would fill the memory for every
+/// later call. A full collection runs them; the second frees what they released.
+fn reclaim(lua: &Lua) {
+    // A finalizer's error is Lua's to report (as a warning), not the call's.
+    let _ = lua.gc_collect();
+    let _ = lua.gc_collect();
 }
 
 fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result<CallState> {
@@ -372,7 +389,7 @@ pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
     if errors::is_out_of_memory(error) {
         let limit = crate::runtime::memory_limit(lua);
         return format!(
-            "out of memory: the plugin reached its memory limit of {}",
+            "{OUT_OF_MEMORY}: the plugin reached its memory limit of {}",
             crate::runtime::format_bytes(limit)
         );
     }

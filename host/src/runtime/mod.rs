@@ -30,7 +30,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::manifest::Manifest;
-use crate::sandbox::{CallOutcome, PluginHandle};
+use crate::sandbox::{CallOutcome, MemoryUse, PluginHandle};
 use crate::validation::ArgumentValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -143,6 +143,20 @@ impl Runtime {
         self.diagnostics
             .iter()
             .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+
+    /// How much memory plugin `plugin` (its id) holds: a future that resolves once
+    /// the plugin's running step is done, and does not borrow the runtime. `None` when
+    /// no loaded plugin with tools has that id; the future gives `None` while the
+    /// plugin has no instance (it crashed and could not be restarted).
+    pub fn memory(&self, plugin: &str) -> Option<impl Future<Output = Option<MemoryUse>> + use<>> {
+        let handle = self
+            .entries
+            .iter()
+            .find(|entry| entry.handle.name() == plugin)?
+            .handle
+            .clone();
+        Some(async move { handle.memory().await })
     }
 
     /// The plugin directories, in load order, as given to the builder.

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::InstancePre;
+use wasmtime::component::{ComponentExportIndex, InstancePre, TypedFunc};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use super::PluginContext;
 use super::ops::Operations;
 use super::state::StoreState;
 use crate::bindings::{
-    CallState, LoadError, LoadRequest, OpOutcome, Plugin, PluginPre as BindingsPre, ToolSpec,
+    CallState, LoadError, LoadRequest, OpOutcome, Plugin, PluginIndices, ToolSpec,
 };
 use crate::clock;
 use crate::limits::format_bytes;
@@ -22,20 +22,45 @@ use crate::limits::format_bytes;
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
 pub struct PluginPre {
-    pre: BindingsPre<StoreState>,
+    pre: InstancePre<StoreState>,
+    indices: PluginIndices,
+    /// The Lua runtime's `lua-memory` export (`world lua-runtime`); other plugins,
+    /// and Lua runtimes built before it existed, have none.
+    lua_memory: Option<ComponentExportIndex>,
 }
+
+/// The signature of `lua-memory`.
+type LuaMemoryFunc = TypedFunc<(), (u64,)>;
 
 impl PluginPre {
     /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world).
     pub fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
+        let indices = PluginIndices::new(&pre)?;
+        let lua_memory = pre.component().get_export_index(None, LUA_MEMORY);
         Ok(PluginPre {
-            pre: BindingsPre::new(pre)?,
+            pre,
+            indices,
+            lua_memory,
         })
     }
 
     fn engine(&self) -> &Engine {
         self.pre.engine()
     }
+}
+
+/// The name of the Lua runtime's export that reports its Lua memory.
+const LUA_MEMORY: &str = "lua-memory";
+
+/// How much memory a plugin instance holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// The bytes its Lua state holds (what the plugin's memory limit counts), for a
+    /// Lua plugin whose runtime reports it.
+    pub lua: Option<u64>,
+    /// The size of its linear memories, in bytes: everything the instance ever grew
+    /// to (wasm memory never shrinks).
+    pub linear: u64,
 }
 
 /// Why a plugin could not load.
@@ -85,6 +110,7 @@ impl std::error::Error for HardDeadline {}
 pub struct Instance {
     store: Store<StoreState>,
     plugin: Plugin,
+    lua_memory: Option<LuaMemoryFunc>,
     /// The memory cap's refusals before the current step.
     refusals_before_step: u64,
 }
@@ -124,9 +150,16 @@ impl Instance {
         }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
         arm(&mut store, limits.fuel, hard_deadline);
-        let plugin = until(hard_deadline, pre.pre.instantiate_async(&mut store))
+        let instance = until(hard_deadline, pre.pre.instantiate_async(&mut store))
             .await
             .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0).0))?;
+        let plugin = pre
+            .indices
+            .load(&mut store, &instance)
+            .map_err(|error| LoadFailure::Crashed(format!("{error:#}")))?;
+        let lua_memory = pre
+            .lua_memory
+            .and_then(|index| instance.get_typed_func(&mut store, index).ok());
         let request = LoadRequest {
             name: context.name.clone(),
             script: context.script.clone(),
@@ -153,6 +186,7 @@ impl Instance {
                 Instance {
                     store,
                     plugin,
+                    lua_memory,
                     refusals_before_step: 0,
                 },
                 specs,
@@ -212,6 +246,24 @@ impl Instance {
         let result = until(hard_deadline, step).await;
         self.ops().end_call(call);
         self.finish(result, &mut fuel)
+    }
+
+    /// How much memory the instance holds now. Asking the Lua runtime runs a step of
+    /// its own (a few hundred instructions, under the plugin's fuel and the grace
+    /// period as its deadline); a trap there is a crash like any other.
+    pub async fn memory(&mut self) -> Result<MemoryUse, Crash> {
+        let linear = self.store.data().cap.linear_memory();
+        let Some(lua_memory) = self.lua_memory else {
+            return Ok(MemoryUse { lua: None, linear });
+        };
+        let mut fuel = self.store.data().plugin.limits.fuel;
+        let hard_deadline = self.prepare(fuel, Instant::now());
+        let result = until(hard_deadline, lua_memory.call_async(&mut self.store, ())).await;
+        let (lua,) = self.finish(result, &mut fuel)?;
+        Ok(MemoryUse {
+            lua: Some(lua),
+            linear,
+        })
     }
 
     /// Ends a call the plugin reported as ended: aborts what it left pending.

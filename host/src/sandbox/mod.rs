@@ -28,7 +28,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 pub use actor::{PluginHandle, spawn_plugin};
-pub use instance::{LoadFailure, PluginPre};
+pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
 pub use supervisor::CallOutcome;
 
