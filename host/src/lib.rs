@@ -21,6 +21,7 @@ pub mod http;
 pub mod inspect;
 pub mod integrity;
 pub mod limits;
+mod log_listener;
 pub mod manifest;
 pub mod mcp;
 pub mod pack;
@@ -34,8 +35,9 @@ mod source;
 mod validation;
 pub mod wit_version;
 
+pub use log_listener::LogListener;
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
-    RuntimeBuilder, Severity, ToolInfo,
+    BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, PluginInfo,
+    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Severity, ToolInfo,
 };
 pub use sandbox::{CallOutcome, MemoryUse};

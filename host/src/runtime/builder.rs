@@ -17,6 +17,7 @@ use crate::files::{FileAccess, FileRoot};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
+use crate::log_listener::LogListener;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
 
@@ -61,6 +62,7 @@ pub struct RuntimeBuilder {
     pins: Pins,
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
+    log_listener: Option<Arc<dyn LogListener>>,
     cache: CodeCache,
 }
 
@@ -78,6 +80,7 @@ impl Default for RuntimeBuilder {
             pins: Pins::default(),
             trust: None,
             debug_log: DebugLog::path_from_env(),
+            log_listener: None,
             cache: CodeCache::from_env(),
         }
     }
@@ -156,6 +159,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Tells `listener` every line plugins log (`ctx:log`, `print`, `warn`), besides
+    /// the debug log; with one, plugins always report their log to the host.
+    pub fn log_listener(mut self, listener: Arc<dyn LogListener>) -> Self {
+        self.log_listener = Some(listener);
+        self
+    }
+
     /// Where compiled code is cached (default: see [`CodeCache::from_env`]).
     pub fn cache(mut self, cache: CodeCache) -> Self {
         self.cache = cache;
@@ -191,6 +201,7 @@ impl RuntimeBuilder {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: Some(files_root),
             debug_log,
+            log_listener: self.log_listener,
         };
         let policy = Policy {
             config: self.config,

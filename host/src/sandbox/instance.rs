@@ -165,7 +165,7 @@ impl Instance {
             script: context.script.clone(),
             deadline: clock::after(limits.load_timeout),
             memory_limit: limits.memory,
-            debug_log: context.debug_log.is_some(),
+            debug_log: context.logs(),
         };
         let guest = plugin.toolcell_plugin_guest();
         let result = until(hard_deadline, guest.call_load(&mut store, &request)).await;
@@ -209,7 +209,7 @@ impl Instance {
         fuel: &mut u64,
     ) -> Result<CallState, Crash> {
         self.ops().begin_call(call);
-        let hard_deadline = self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(call, *fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = guest.call_start(&mut self.store, call, tool, args, deadline_ns);
@@ -227,7 +227,7 @@ impl Instance {
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<CallState, Crash> {
-        let hard_deadline = self.prepare(*fuel, deadline);
+        let hard_deadline = self.prepare(call, *fuel, deadline);
         let guest = self.plugin.toolcell_plugin_guest();
         let step = guest.call_resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
@@ -240,7 +240,7 @@ impl Instance {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
         let mut fuel = self.store.data().plugin.limits.fuel;
-        let hard_deadline = self.prepare(fuel, Instant::now());
+        let hard_deadline = self.prepare(call, fuel, Instant::now());
         let guest = self.plugin.toolcell_plugin_guest();
         let step = guest.call_cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
@@ -249,15 +249,18 @@ impl Instance {
     }
 
     /// How much memory the instance holds now. Asking the Lua runtime runs a step of
-    /// its own (a few hundred instructions, under the plugin's fuel and the grace
-    /// period as its deadline); a trap there is a crash like any other.
+    /// its own, which runs no plugin code (a few hundred instructions, under the
+    /// plugin's fuel and the grace period as its deadline); a trap there is a crash
+    /// like any other.
     pub async fn memory(&mut self) -> Result<MemoryUse, Crash> {
         let linear = self.store.data().cap.linear_memory();
         let Some(lua_memory) = self.lua_memory else {
             return Ok(MemoryUse { lua: None, linear });
         };
         let mut fuel = self.store.data().plugin.limits.fuel;
-        let hard_deadline = self.prepare(fuel, Instant::now());
+        let hard_deadline = Instant::now() + self.store.data().plugin.limits.deadline_grace;
+        arm(&mut self.store, fuel, hard_deadline);
+        self.refusals_before_step = self.store.data().cap.refusals();
         let result = until(hard_deadline, lua_memory.call_async(&mut self.store, ())).await;
         let (lua,) = self.finish(result, &mut fuel)?;
         Ok(MemoryUse {
@@ -271,9 +274,10 @@ impl Instance {
         self.ops().end_call(call);
     }
 
-    /// Arms the backstops for a step that should end by `deadline`; returns the hard
-    /// deadline (the deadline plus the grace period).
-    fn prepare(&mut self, fuel: u64, deadline: Instant) -> Instant {
+    /// Arms the backstops for a step of `call` that should end by `deadline`; returns
+    /// the hard deadline (the deadline plus the grace period).
+    fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
+        self.store.data_mut().running = Some(call);
         let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
         arm(&mut self.store, fuel, hard_deadline);
         self.refusals_before_step = self.store.data().cap.refusals();

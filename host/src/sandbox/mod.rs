@@ -37,6 +37,8 @@ use crate::files::{FileAccess, FileRoot};
 use crate::grants::{Granted, Hints};
 use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
+use crate::log_listener::LogListener;
+use ops::CallId;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
 /// and the toolcell host services. Built once per process.
@@ -97,6 +99,8 @@ pub struct SharedServices {
     pub files: Option<Arc<FileRoot>>,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
+    /// Who else hears what plugins log.
+    pub log_listener: Option<Arc<dyn LogListener>>,
 }
 
 /// Everything a plugin's sandbox needs to know about its plugin; shared read-only by
@@ -118,6 +122,8 @@ pub struct PluginContext {
     pub hints: Hints,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
+    /// Who else hears what the plugin logs.
+    pub log_listener: Option<Arc<dyn LogListener>>,
     /// The plugin's HTTP policy and bounds.
     pub http_policy: HttpPolicy,
     /// See `http_policy`.
@@ -144,9 +150,26 @@ impl PluginContext {
             file_access: settings.files,
             hints: settings.hints,
             debug_log: services.debug_log.clone(),
+            log_listener: services.log_listener.clone(),
             http_policy: settings.http_policy,
             http_settings: settings.http_settings,
             http_client: OnceLock::new(),
+        }
+    }
+
+    /// Whether anything hears the plugin's log: it is told so at load, and calls the
+    /// host for it only then.
+    pub fn logs(&self) -> bool {
+        self.debug_log.is_some() || self.log_listener.is_some()
+    }
+
+    /// What the plugin wrote in call `call` (none: while it loaded).
+    pub fn log(&self, call: Option<CallId>, message: &str) {
+        if let Some(file) = &self.debug_log {
+            file.write(&self.name, message);
+        }
+        if let Some(listener) = &self.log_listener {
+            listener.log(&self.name, call, message);
         }
     }
 

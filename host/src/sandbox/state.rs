@@ -9,7 +9,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginContext;
 use super::limiter::MemoryCap;
-use super::ops::Operations;
+use super::ops::{CallId, Operations};
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
 use crate::clock;
 use crate::http::{self, Method};
@@ -24,6 +24,8 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
+    /// The call whose step runs now (none: the load).
+    pub(super) running: Option<CallId>,
     /// The step running now must end by this instant, or it is stopped (at a fuel yield,
     /// or at an epoch tick when epoch interruption stands in for fuel yields).
     pub(super) hard_deadline: Instant,
@@ -48,6 +50,7 @@ impl StoreState {
             cap,
             plugin,
             ops,
+            running: None,
             hard_deadline: Instant::now(),
         }
     }
@@ -74,9 +77,7 @@ impl toolcell::plugin::types::Host for StoreState {}
 
 impl toolcell::plugin::host::Host for StoreState {
     fn log(&mut self, message: String) {
-        if let Some(log) = &self.plugin.debug_log {
-            log.write(&self.plugin.name, &message);
-        }
+        self.plugin.log(self.running, &message);
     }
 
     fn now(&mut self) -> u64 {
