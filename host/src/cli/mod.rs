@@ -113,6 +113,15 @@ impl PluginArgs {
         runtime: &tokio::runtime::Runtime,
         extra_dirs: &[PathBuf],
     ) -> Result<Runtime, String> {
+        let builder = self.builder(extra_dirs)?;
+        runtime
+            .block_on(builder.build())
+            .map_err(|error| error.to_string())
+    }
+
+    /// A runtime builder set up as the arguments say, for the plugins of `--plugins`
+    /// and of `extra_dirs`.
+    fn builder(&self, extra_dirs: &[PathBuf]) -> Result<RuntimeBuilder, String> {
         let mut builder = RuntimeBuilder::default();
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
@@ -148,10 +157,7 @@ impl PluginArgs {
             pins.require(digest)
                 .map_err(|error| format!("--require-sha256: {error}"))?;
         }
-        builder = builder.pins(pins);
-        runtime
-            .block_on(builder.build())
-            .map_err(|error| error.to_string())
+        Ok(builder.pins(pins))
     }
 }
 

@@ -1,14 +1,21 @@
 //! `toolcell serve`: an MCP server over stdio (default) or streamable HTTP.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 
 use clap::Args;
 
 use super::{PluginArgs, usage_error};
-use crate::mcp::{self, ServeOptions, Shared};
+use crate::mcp::{self, HttpOptions, LogRouter, ServeOptions, Shared};
 use crate::reload;
+
+/// The environment variable that may hold the bearer token of `--http`.
+const TOKEN_VARIABLE: &str = "TOOLCELL_TOKEN";
+
+/// The shortest bearer token accepted.
+const MIN_TOKEN_CHARS: usize = 16;
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -18,10 +25,19 @@ pub(super) struct ServeArgs {
     /// instead of stdio. Loopback addresses only, unless --allow-remote.
     #[arg(long, value_name = "IP:PORT")]
     http: Option<SocketAddr>,
-    /// Allow --http on an address that is not loopback. There is no authentication:
-    /// whoever can reach the address can run every tool.
+    /// Allow --http on an address that is not loopback. Needs a bearer token
+    /// (--token-file or TOOLCELL_TOKEN): whoever has it can run every tool.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// With --http: every request must carry `Authorization: Bearer TOKEN`, TOKEN
+    /// being this file's content (surrounding whitespace removed; at least 16
+    /// characters). The environment variable TOOLCELL_TOKEN can hold it instead.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// With --http: how many sessions may be open at once; another `initialize` is
+    /// refused (HTTP 503) until one ends.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = mcp::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
     /// Reload a plugin when its file is added, changed or removed, and tell clients
     /// (notifications/tools/list_changed).
     #[arg(long)]
@@ -43,12 +59,28 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             "--http {addr} is not a loopback address; anyone who can reach it could run the tools (pass --allow-remote to serve there anyway)"
         ));
     }
-    let tools = match args.plugins.load(runtime) {
-        Ok(tools) => Arc::new(RwLock::new(tools)),
+    let token = match args.http.map(|_| bearer_token(args.token_file.as_deref())) {
+        Some(Ok(token)) => token,
+        Some(Err(message)) => return usage_error(&message),
+        None => None,
+    };
+    if args.allow_remote && token.is_none() {
+        return usage_error(&format!(
+            "--allow-remote needs a bearer token: give it with --token-file FILE or in {TOKEN_VARIABLE}"
+        ));
+    }
+    let logs = Arc::new(LogRouter::default());
+    let builder = match args.plugins.builder(&[]) {
+        Ok(builder) => builder.log_listener(logs.clone()),
         Err(message) => return usage_error(&message),
+    };
+    let tools = match runtime.block_on(builder.build()) {
+        Ok(tools) => Arc::new(RwLock::new(tools)),
+        Err(error) => return usage_error(&error.to_string()),
     };
     let shared = Shared::new(
         tools.clone(),
+        logs,
         ServeOptions {
             watch: args.watch,
             floor_tool: args.bench_floor_tool,
@@ -62,7 +94,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             None
         };
         match args.http {
-            Some(addr) => serve_http(shared, addr, args.allow_remote).await,
+            Some(addr) => {
+                let options = HttpOptions {
+                    any_host: args.allow_remote,
+                    max_sessions: args.max_sessions,
+                    token,
+                };
+                serve_http(shared, addr, options).await
+            }
             None => mcp::serve_stdio(shared).await,
         }
     });
@@ -72,16 +111,39 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     }
 }
 
-async fn serve_http(shared: Shared, addr: SocketAddr, remote: bool) -> Result<(), String> {
+/// The bearer token of `--token-file`, else of the environment, if either gives one.
+fn bearer_token(file: Option<&Path>) -> Result<Option<Arc<str>>, String> {
+    let (token, source) = match file {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|error| {
+                format!("--token-file {}: cannot read it: {error}", file.display())
+            })?;
+            (text, format!("--token-file {}", file.display()))
+        }
+        None => match std::env::var(TOKEN_VARIABLE) {
+            Ok(text) if !text.is_empty() => (text, TOKEN_VARIABLE.to_string()),
+            _ => return Ok(None),
+        },
+    };
+    let token = token.trim();
+    if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "{source}: a bearer token is at least {MIN_TOKEN_CHARS} characters, without whitespace"
+        ));
+    }
+    Ok(Some(Arc::from(token)))
+}
+
+async fn serve_http(shared: Shared, addr: SocketAddr, options: HttpOptions) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
     let bound = listener
         .local_addr()
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
-    if remote && !bound.ip().is_loopback() {
+    if !bound.ip().is_loopback() {
         tracing::warn!(
-            "serving MCP on {bound}, which is not loopback: anyone who can reach it can run every tool"
+            "serving MCP on {bound}, which is not loopback: whoever can reach it and has the bearer token can run every tool"
         );
     }
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);
@@ -90,7 +152,7 @@ async fn serve_http(shared: Shared, addr: SocketAddr, remote: bool) -> Result<()
         interrupted().await;
         stop.shut_down();
     });
-    mcp::serve_http(shared, listener, remote).await;
+    mcp::serve_http(shared, listener, options).await;
     Ok(())
 }
 

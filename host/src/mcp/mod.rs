@@ -2,15 +2,23 @@
 //! Model Context Protocol, through the official Rust SDK (`rmcp`).
 //!
 //! - `server`: the protocol handler: `tools/list`, `tools/call` (arguments validated by
-//!   the runtime, cancellation, progress) and `notifications/tools/list_changed`;
-//! - `stdio`: the stdio transport, with the real stdout kept for the protocol alone;
+//!   the runtime, cancellation, progress), logging and
+//!   `notifications/tools/list_changed`;
+//! - `logging`: what plugins log, to the clients whose calls they serve;
+//! - `jsonrpc`: the checks every incoming message passes before rmcp sees it;
+//! - `stdio` and `lines`: the stdio transport, with the real stdout kept for the
+//!   protocol alone;
 //! - `http`: the streamable HTTP transport.
 //!
 //! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
-//! changes from hot reload (`crate::reload`), and the server's shutdown signal.
+//! changes from hot reload (`crate::reload`), the router of plugin logs, and the
+//! server's shutdown signal.
 
 mod http;
+mod jsonrpc;
+mod lines;
+mod logging;
 mod server;
 mod stdio;
 
@@ -19,7 +27,9 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-pub use http::{ENDPOINT, serve_http};
+pub use http::{DEFAULT_MAX_SESSIONS, ENDPOINT, HttpOptions, SESSION_IDLE, serve_http};
+pub use jsonrpc::{MAX_DEPTH, MAX_MESSAGE_BYTES};
+pub use logging::LogRouter;
 pub use stdio::serve_stdio;
 
 use crate::Runtime;
@@ -32,6 +42,7 @@ pub const FLOOR_TOOL: &str = "toolcell-floor";
 #[derive(Clone)]
 pub struct Shared {
     runtime: Arc<RwLock<Runtime>>,
+    logs: Arc<LogRouter>,
     changes: broadcast::Sender<()>,
     shutdown: CancellationToken,
     options: ServeOptions,
@@ -48,11 +59,17 @@ pub struct ServeOptions {
 }
 
 impl Shared {
-    /// The state of a server over `runtime`.
-    pub fn new(runtime: Arc<RwLock<Runtime>>, options: ServeOptions) -> Shared {
+    /// The state of a server over `runtime`, which was built with `logs` as its log
+    /// listener.
+    pub fn new(
+        runtime: Arc<RwLock<Runtime>>,
+        logs: Arc<LogRouter>,
+        options: ServeOptions,
+    ) -> Shared {
         let (changes, _) = broadcast::channel(16);
         Shared {
             runtime,
+            logs,
             changes,
             shutdown: CancellationToken::new(),
             options,
