@@ -1150,7 +1150,7 @@ clm.tool_register("internal", { description = "hidden", hidden = true, invoke = 
         list("mcp"),
         vec![
             json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema }),
-            json!({ "name": "bare", "inputSchema": empty }),
+            json!({ "name": "bare", "description": "bare", "inputSchema": empty }),
         ]
     );
     let (_, json_output) = list_json(
