@@ -185,24 +185,23 @@ fn too_deep(bytes: &[u8]) -> Option<usize> {
 /// read, the request is answered with its id.
 fn unparsable(text: &str, error: &serde_json::Error) -> Rejection {
     let message = error.to_string();
-    if ["surrogate", "hex escape", "unicode code point"]
+    let not_unicode = ["surrogate", "hex escape", "unicode code point"]
         .iter()
-        .any(|problem| message.contains(problem))
-    {
-        if let Ok(Identified {
+        .any(|problem| message.contains(problem));
+    if not_unicode
+        && let Ok(Identified {
             id: Some(id),
             method: Some(_),
         }) = serde_json::from_str::<Identified>(text)
-            && let Ok(id) = serde_json::from_value::<RequestId>(id)
-        {
-            return Rejection::new(
-                Some(id),
-                ErrorCode::INVALID_PARAMS,
-                format!(
-                    "the params hold a string that is not Unicode ({message}): a lone surrogate escape such as \\ud83d (half of an emoji) is not a character"
-                ),
-            );
-        }
+        && let Ok(id) = serde_json::from_value::<RequestId>(id)
+    {
+        return Rejection::new(
+            Some(id),
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "the params hold a string that is not Unicode ({message}): a lone surrogate escape such as \\ud83d (half of an emoji) is not a character"
+            ),
+        );
     }
     if error.is_eof() {
         return parse_error(format!(
