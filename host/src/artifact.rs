@@ -43,8 +43,9 @@ pub struct Artifact<'a> {
     module_manifests: Vec<&'a [u8]>,
     scripts: Vec<&'a [u8]>,
     signatures: Vec<&'a [u8]>,
-    /// `toolcell:plugin/...@VERSION` names the component imports or exports.
-    plugin_names: Vec<(String, bool)>,
+    /// The names of the component's top-level imports and exports.
+    imports: Vec<&'a str>,
+    exports: Vec<&'a str>,
 }
 
 /// Why a file is not a usable plugin component.
@@ -62,7 +63,8 @@ impl<'a> Artifact<'a> {
             module_manifests: Vec::new(),
             scripts: Vec::new(),
             signatures: Vec::new(),
-            plugin_names: Vec::new(),
+            imports: Vec::new(),
+            exports: Vec::new(),
         };
         // The encodings of the component and of the modules and components nested in
         // it, outermost first.
@@ -118,7 +120,7 @@ impl<'a> Artifact<'a> {
                             let import = import.map_err(|error| {
                                 ArtifactError(format!("unreadable import: {}", error.message()))
                             })?;
-                            artifact.note_name(import.name.name, false);
+                            artifact.imports.push(import.name.name);
                         }
                     }
                     Payload::ComponentExportSection(reader) => {
@@ -126,7 +128,7 @@ impl<'a> Artifact<'a> {
                             let export = export.map_err(|error| {
                                 ArtifactError(format!("unreadable export: {}", error.message()))
                             })?;
-                            artifact.note_name(export.name.name, true);
+                            artifact.exports.push(export.name.name);
                         }
                     }
                     _ => {}
@@ -144,10 +146,15 @@ impl<'a> Artifact<'a> {
         Ok(artifact)
     }
 
-    fn note_name(&mut self, name: &str, exported: bool) {
-        if name.starts_with(WIT_PACKAGE) {
-            self.plugin_names.push((name.to_string(), exported));
-        }
+    /// The names of the component's top-level imports (interfaces such as
+    /// `toolcell:plugin/host@0.1.1`, or functions), in file order.
+    pub fn imports(&self) -> &[&'a str] {
+        &self.imports
+    }
+
+    /// The names of the component's top-level exports, in file order.
+    pub fn exports(&self) -> &[&'a str] {
+        &self.exports
     }
 
     /// The manifest's bytes: the top-level section, else the one in a core module.
@@ -192,16 +199,17 @@ impl<'a> Artifact<'a> {
     /// names of its imports and exports.
     pub fn wit_version(&self) -> Result<semver::Version, ArtifactError> {
         if !self
-            .plugin_names
+            .exports
             .iter()
-            .any(|(name, exported)| *exported && interface_of(name) == GUEST_INTERFACE)
+            .any(|name| interface_of(name) == GUEST_INTERFACE)
         {
             return Err(ArtifactError(format!(
                 "the component does not export {GUEST_INTERFACE}: it is not a toolcell plugin"
             )));
         }
         let mut version: Option<semver::Version> = None;
-        for (name, _) in &self.plugin_names {
+        let plugin_names = self.imports.iter().chain(&self.exports);
+        for name in plugin_names.filter(|name| name.starts_with(WIT_PACKAGE)) {
             let Some((_, text)) = name.split_once('@') else {
                 return Err(ArtifactError(format!(
                     "{name} has no version; toolcell plugins name {WIT_PACKAGE}@VERSION"

@@ -19,6 +19,8 @@
 //!
 //! [files]                    # every plugin: the most file access it may get
 //! access = "read-write"      # "none", "read-only" or "read-write"
+//! root = "workspace"         # the file root when --root is not given (relative to
+//!                            # this file's directory)
 //!
 //! [trust]                    # signatures (see `signature`)
 //! keys = ["BASE64 public key"]
@@ -33,7 +35,7 @@
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -65,13 +67,28 @@ pub struct Config {
     /// `[plugins.ID]`: settings for one plugin.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSection>,
+    /// The file this configuration was read from, if any: the host trusts it, so
+    /// plugins may not read or change it.
+    #[serde(skip)]
+    path: Option<PathBuf>,
 }
 
-/// `[files]`: the most file access a plugin may be granted.
+/// `[files]`: the file root and the most file access a plugin may be granted.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilesSection {
     /// The access allowed; read-write (clm-tool(5)'s) when absent.
+    pub access: Option<FileAccess>,
+    /// The file root when none is given on the command line, relative to the config
+    /// file's directory.
+    pub root: Option<PathBuf>,
+}
+
+/// `[plugins.ID.files]`: the most file access one plugin may be granted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginFilesSection {
+    /// The access allowed, over `[files]`.
     pub access: Option<FileAccess>,
 }
 
@@ -118,7 +135,7 @@ pub struct PluginSection {
     pub http: HttpSection,
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
-    pub files: FilesSection,
+    pub files: PluginFilesSection,
 }
 
 /// A configuration file that could not be used; the text says what and where.
@@ -135,8 +152,27 @@ impl Config {
                 path.display()
             ))
         })?;
-        Self::parse(&text)
-            .map_err(|ConfigError(message)| ConfigError(format!("{}: {message}", path.display())))
+        let mut config = Self::parse(&text).map_err(|ConfigError(message)| {
+            ConfigError(format!("{}: {message}", path.display()))
+        })?;
+        config.path = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// The file this configuration was read from (by [`Config::load`]).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// `[files] root`, relative paths taken from the config file's directory.
+    pub fn files_root(&self) -> Option<PathBuf> {
+        let root = self.files.root.as_ref()?;
+        let base = self
+            .path
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        Some(base.join(root))
     }
 
     /// Parses configuration text and checks every value.

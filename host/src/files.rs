@@ -5,16 +5,20 @@
 //! the kernel-facing layer itself, not in string checks. Reads accept regular files
 //! only (no devices, FIFOs or directories) and refuse files larger than the plugin could
 //! hold. Writes go to a temporary file that replaces the target only when complete, so
-//! a failed write (a full disk) leaves the old content intact.
+//! a failed write (a full disk) leaves the old content intact; the file keeps its
+//! permission bits. What the host trusts that lies inside the root (the plugin
+//! directories, the cache, the config file: see `trusted`) is refused, read or write.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 
 use crate::limits::format_bytes;
+use crate::trusted::{Inside, TrustedPaths};
 
 /// How a plugin may use the file root: what a manifest asks for, what the user's
 /// policy allows, and what a plugin is granted (the lesser of the two).
@@ -88,6 +92,36 @@ impl std::str::FromStr for FileAccess {
 /// Distinguishes temporary files of concurrent writes by this process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The file root every plugin of a runtime shares, or why there is none.
+#[derive(Debug, Clone)]
+pub enum Files {
+    /// Plugins may use this root (each as its grant allows).
+    Root(Arc<FileRoot>),
+    /// No root: every access fails with this reason.
+    Refused(Arc<str>),
+}
+
+impl Files {
+    /// The root, or the reason there is none.
+    pub fn root(&self) -> Result<&Arc<FileRoot>, &str> {
+        match self {
+            Files::Root(root) => Ok(root),
+            Files::Refused(reason) => Err(reason),
+        }
+    }
+}
+
+/// Why a directory cannot be the file root.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    /// It cannot be opened (missing, not a directory, no permission).
+    #[error("{0}")]
+    Open(#[from] std::io::Error),
+    /// It is, or lies inside, a path the host trusts: plugins could change it.
+    #[error("it is or lies inside {0}, which plugins may not read or change")]
+    Trusted(String),
+}
+
 /// The granted root of file access.
 #[derive(Debug)]
 pub struct FileRoot {
@@ -95,14 +129,25 @@ pub struct FileRoot {
     /// The canonical path of the root, for turning absolute paths inside it into
     /// relative ones.
     path: PathBuf,
+    /// What the host trusts inside the root: plugins may neither read nor write there.
+    protected: Vec<Inside>,
 }
 
 impl FileRoot {
-    /// Opens `root`, which must be an existing directory.
-    pub fn open(root: &Path) -> std::io::Result<Self> {
+    /// Opens `root`, which must be an existing directory that is not, and does not lie
+    /// inside, any of `trusted`; the trusted paths inside it are protected.
+    pub fn open(root: &Path, trusted: &TrustedPaths) -> Result<Self, RootError> {
         let path = root.canonicalize()?;
+        if let Some(enclosing) = trusted.enclosing(&path) {
+            return Err(RootError::Trusted(enclosing.describe()));
+        }
         let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
-        Ok(FileRoot { dir, path })
+        let protected = trusted.inside(&path);
+        Ok(FileRoot {
+            dir,
+            path,
+            protected,
+        })
     }
 
     /// The canonical path of the root.
@@ -112,7 +157,14 @@ impl FileRoot {
 
     /// Reads a whole regular file of at most `max_bytes`.
     pub fn read(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
-        let relative = self.relative(path, "read")?;
+        let mut relative = self.relative(path, "read")?;
+        if !self.protected.is_empty() {
+            relative = self
+                .dir
+                .canonicalize(&relative)
+                .map_err(|e| describe(path, "read", &e))?;
+            self.check_unprotected(&relative, path, "read")?;
+        }
         let mut options = OpenOptions::new();
         options.read(true);
         set_nonblocking(&mut options);
@@ -146,18 +198,34 @@ impl FileRoot {
         Ok(content)
     }
 
-    /// Replaces (or creates) a whole file; the old content survives any failure. A
-    /// symlink is written through to its target, which must lie inside the root too.
+    /// Replaces (or creates) a whole file; the old content survives any failure, and
+    /// an existing file keeps its permission bits (a new one gets 0666 less the umask).
+    /// A symlink is written through to its target, which must lie inside the root too.
     pub fn write(&self, path: &str, content: &[u8]) -> Result<(), String> {
+        // `Path` drops a trailing `/` or `/.`, which would make "x/" write the file x.
+        if path.ends_with('/') || path.ends_with("/.") {
+            let end = if path.ends_with('/') { "/" } else { "/." };
+            return Err(format!(
+                "cannot write {path}: the path ends with '{end}', so it names a directory"
+            ));
+        }
         let mut target = self.relative(path, "write")?;
+        let mut mode = None;
         if let Ok(metadata) = self.dir.symlink_metadata(&target) {
             if metadata.is_symlink() {
                 target = self
                     .dir
                     .canonicalize(&target)
                     .map_err(|e| describe(path, "write", &e))?;
+                mode = self
+                    .dir
+                    .metadata(&target)
+                    .ok()
+                    .map(|target| permission_bits(&target));
             } else if !metadata.is_file() {
                 return Err(format!("cannot write {path}: not a regular file"));
+            } else {
+                mode = Some(permission_bits(&metadata));
             }
         }
         let name = target
@@ -165,13 +233,26 @@ impl FileRoot {
             .ok_or_else(|| format!("cannot write {path}: not a file name"))?
             .to_string_lossy()
             .into_owned();
-        let parent = target.parent().unwrap_or(Path::new(""));
+        let mut parent = target.parent().unwrap_or(Path::new("")).to_path_buf();
+        if !self.protected.is_empty() {
+            let here = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                &parent
+            };
+            parent = self
+                .dir
+                .canonicalize(here)
+                .map_err(|e| describe(path, "write", &e))?;
+            target = parent.join(&name);
+            self.check_unprotected(&target, path, "write")?;
+        }
         let unique = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = parent.join(format!(
             ".{name}.toolcell-{}-{unique}.tmp",
             std::process::id()
         ));
-        let result = self.write_new(&temp, content).and_then(|()| {
+        let result = self.write_new(&temp, content, mode).and_then(|()| {
             self.dir
                 .rename(&temp, &self.dir, &target)
                 .map_err(|e| describe(path, "write", &e))
@@ -182,17 +263,52 @@ impl FileRoot {
         result.map_err(|error| error.replace(&*temp.to_string_lossy(), path))
     }
 
-    fn write_new(&self, temp: &Path, content: &[u8]) -> Result<(), String> {
+    /// Writes `content` to the new file `temp`, with permission bits `mode` when the
+    /// file it will replace had them (set before any content is written, so a private
+    /// file's content is never readable by others on the way).
+    fn write_new(&self, temp: &Path, content: &[u8], mode: Option<u32>) -> Result<(), String> {
         let shown = temp.to_string_lossy();
         let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
+        if mode.is_some() {
+            private_mode(&mut options);
+        }
         let mut file = self
             .dir
             .open_with(temp, &options)
             .map_err(|e| describe(&shown, "write", &e))?;
+        if let Some(mode) = mode {
+            set_mode(&file, mode).map_err(|e| describe(&shown, "write", &e))?;
+        }
         file.write_all(content)
             .map_err(|e| describe(&shown, "write", &e))?;
         file.sync_all().map_err(|e| describe(&shown, "write", &e))
+    }
+
+    /// Refuses `resolved` (relative to the root, symlinks resolved) when it is or lies
+    /// inside a protected path.
+    fn check_unprotected(&self, resolved: &Path, path: &str, action: &str) -> Result<(), String> {
+        // Only names remain of a resolved path, but it may begin with `.`.
+        let resolved: PathBuf = resolved
+            .components()
+            .filter(|component| matches!(component, Component::Normal(_)))
+            .collect();
+        let Some(inside) = self
+            .protected
+            .iter()
+            .find(|inside| resolved.starts_with(&inside.relative))
+        else {
+            return Ok(());
+        };
+        let relation = if resolved == inside.relative {
+            "it is"
+        } else {
+            "it lies inside"
+        };
+        Err(format!(
+            "cannot {action} {path}: {relation} {}, which plugins may not read or change",
+            inside.trusted.describe()
+        ))
     }
 
     /// The path relative to the root: relative paths as given, absolute paths only
@@ -216,6 +332,42 @@ impl FileRoot {
             )),
         }
     }
+}
+
+/// The permission bits a rewritten file keeps: read, write and execute for each class.
+/// Set-user-ID, set-group-ID and sticky bits are dropped, as the kernel drops the
+/// first two when anyone but root writes to such a file.
+#[cfg(unix)]
+fn permission_bits(metadata: &cap_std::fs::Metadata) -> u32 {
+    use cap_std::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o777
+}
+
+#[cfg(not(unix))]
+fn permission_bits(_metadata: &cap_std::fs::Metadata) -> u32 {
+    0
+}
+
+/// Creates the file readable by its owner alone, until `set_mode` gives it its bits.
+#[cfg(unix)]
+fn private_mode(options: &mut OpenOptions) {
+    use cap_std::fs::OpenOptionsExt;
+    options.mode(0o600);
+}
+
+#[cfg(not(unix))]
+fn private_mode(_options: &mut OpenOptions) {}
+
+/// Gives the open file exactly `mode` (the umask does not apply).
+#[cfg(unix)]
+fn set_mode(file: &cap_std::fs::File, mode: u32) -> std::io::Result<()> {
+    use cap_std::fs::PermissionsExt;
+    file.set_permissions(cap_std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &cap_std::fs::File, _mode: u32) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(unix)]

@@ -6,7 +6,9 @@
 //! Anything else is refused before it is compiled or run.
 //!
 //! A lock file is what `sha256sum` prints: one `HEX  PATH` line per file (`#` starts a
-//! comment). Relative paths are relative to the lock file's directory.
+//! comment). Relative paths are relative to the lock file's directory. `toolcell
+//! install` adds `#@` lines saying where each file came from (`distribution::lock`);
+//! to this module, and to `sha256sum -c`, they are comments.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,11 @@ impl Pins {
         self.lock_file.is_none() && self.digests.is_empty()
     }
 
+    /// The lock file the pins were read from, if any.
+    pub fn lock_file(&self) -> Option<&Path> {
+        self.lock_file.as_deref()
+    }
+
     /// Adds a digest every plugin file may have (`--require-sha256`).
     pub fn require(&mut self, digest: &str) -> Result<(), PinError> {
         self.digests.push(parse_digest(digest).map_err(PinError)?);
@@ -49,23 +56,12 @@ impl Pins {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         for (number, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+            let entry = parse_lock_line(line).map_err(|message| {
+                PinError(format!("{}:{}: {message}", path.display(), number + 1))
+            })?;
+            if let Some((digest, file)) = entry {
+                self.lock.insert(canonical(&base.join(file)), digest);
             }
-            let at =
-                |message: String| PinError(format!("{}:{}: {message}", path.display(), number + 1));
-            let Some((digest, file)) = line.split_once(char::is_whitespace) else {
-                return Err(at("expected `SHA256  PATH`".to_string()));
-            };
-            let digest = parse_digest(digest).map_err(at)?;
-            // sha256sum marks binary mode with '*' before the name.
-            let file = file.trim_start();
-            let file = file.strip_prefix('*').unwrap_or(file);
-            if file.is_empty() {
-                return Err(at("the entry names no file".to_string()));
-            }
-            self.lock.insert(canonical(&base.join(file)), digest);
         }
         self.lock_file = Some(path.to_path_buf());
         Ok(())
@@ -91,6 +87,26 @@ impl Pins {
             )),
         }
     }
+}
+
+/// One line of a lock file: `Some((digest, file))` for an entry, `None` for a blank
+/// line or a comment (`#`, which includes `toolcell install`'s `#@` records).
+pub(crate) fn parse_lock_line(line: &str) -> Result<Option<(String, &str)>, String> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let Some((digest, file)) = line.split_once(char::is_whitespace) else {
+        return Err("expected `SHA256  PATH`".to_string());
+    };
+    let digest = parse_digest(digest)?;
+    // sha256sum marks binary mode with '*' before the name.
+    let file = file.trim_start();
+    let file = file.strip_prefix('*').unwrap_or(file);
+    if file.is_empty() {
+        return Err("the entry names no file".to_string());
+    }
+    Ok(Some((digest, file)))
 }
 
 /// A SHA-256 in hex, normalized to lower case.

@@ -7,12 +7,15 @@
 //! the `toolcell` binary is a thin CLI over it.
 
 pub mod artifact;
+mod atomic_file;
 mod bindings;
 pub mod cache;
 pub mod cli;
 mod clock;
 pub mod config;
 mod debug_log;
+#[cfg(feature = "oci")]
+pub mod distribution;
 pub mod engine;
 pub mod files;
 pub mod grants;
@@ -32,6 +35,7 @@ pub mod schema;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod trusted;
 mod validation;
 pub mod wit_version;
 

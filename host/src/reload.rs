@@ -33,12 +33,15 @@ impl Drop for Watcher {
     }
 }
 
-/// Starts watching the plugin directories of `runtime`. After each batch of changes
-/// that changed the registered tools (names, descriptions, schemas, flags), calls
-/// `tools_changed`. Must be called inside a tokio runtime.
+/// Starts watching the plugin directories of `runtime`. Around each batch of changes
+/// it calls `reloading(true)` and, once the batch is applied, `reloading(false)` (a
+/// server is not ready meanwhile); after a batch that changed the registered tools
+/// (names, descriptions, schemas, flags), `tools_changed`. Must be called inside a
+/// tokio runtime.
 pub fn watch(
     runtime: Arc<RwLock<Runtime>>,
     tools_changed: impl Fn() + Send + 'static,
+    reloading: impl Fn(bool) + Send + 'static,
 ) -> Result<Watcher, String> {
     let dirs = runtime
         .read()
@@ -63,7 +66,10 @@ pub fn watch(
                 Ok(events) => {
                     let paths: BTreeSet<PathBuf> =
                         events.into_iter().map(|event| event.path).collect();
-                    if reload(&runtime, paths).await {
+                    reloading(true);
+                    let changed = reload(&runtime, paths).await;
+                    reloading(false);
+                    if changed {
                         tools_changed();
                     }
                 }

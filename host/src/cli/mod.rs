@@ -9,15 +9,18 @@ mod check;
 mod inspect;
 mod list;
 mod pack;
+#[cfg(feature = "oci")]
+mod registry;
 mod serve;
 mod sign;
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::atomic_file::{Readers, write_atomically};
 use crate::config::{Config, HttpSection};
 use crate::files::FileAccess;
 use crate::http::HostGrant;
@@ -61,6 +64,16 @@ enum Command {
     Keygen(sign::KeygenArgs),
     /// Serve the tools of the loaded plugins to MCP clients (stdio, or streamable HTTP).
     Serve(serve::ServeArgs),
+    /// Push a .wasm plugin to an OCI registry (the CNCF Wasm artifact layout).
+    #[cfg(feature = "oci")]
+    Push(registry::PushArgs),
+    /// Pull a plugin from an OCI registry into a directory, after checking it.
+    #[cfg(feature = "oci")]
+    Pull(registry::PullArgs),
+    /// Install a plugin from an OCI registry and record it in the lock file; without a
+    /// reference, re-install exactly what the lock file records.
+    #[cfg(feature = "oci")]
+    Install(registry::InstallArgs),
 }
 
 /// Where plugins come from and what they may touch; shared by every command that
@@ -73,7 +86,9 @@ struct PluginArgs {
     /// A TOML configuration file ([tools.NAME] tables become clm.config; see the README).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The only directory tree clm.read_file / clm.write_file may touch. Default: the current directory
+    /// The only directory tree clm.read_file / clm.write_file may touch. Default: the
+    /// config's [files] root, else the current directory unless it is /, your home
+    /// directory or above it (then plugins get no file access)
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Let plugins reach HOST (any port) or HOST:PORT even if it is loopback, private or
@@ -119,8 +134,8 @@ impl PluginArgs {
             .map_err(|error| error.to_string())
     }
 
-    /// A runtime builder set up as the arguments say, for the plugins of `--plugins`
-    /// and of `extra_dirs`.
+    /// The runtime's builder for the plugins of `--plugins` and of `extra_dirs`, with
+    /// every option applied. Errors are usage errors.
     fn builder(&self, extra_dirs: &[PathBuf]) -> Result<RuntimeBuilder, String> {
         let mut builder = RuntimeBuilder::default();
         if let Some(path) = &self.config {
@@ -196,6 +211,12 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => sign::verify(args),
         Command::Keygen(args) => sign::keygen(args),
         Command::Serve(args) => serve::run(&runtime, args),
+        #[cfg(feature = "oci")]
+        Command::Push(args) => registry::push(&runtime, args),
+        #[cfg(feature = "oci")]
+        Command::Pull(args) => registry::pull(&runtime, args),
+        #[cfg(feature = "oci")]
+        Command::Install(args) => registry::install(&runtime, args),
     };
     // Plugins may have timers or requests pending; do not wait for them.
     runtime.shutdown_background();
@@ -226,43 +247,4 @@ fn init_logging(verbose: u8, quiet: bool) {
 fn usage_error(message: &str) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(USAGE)
-}
-
-/// Who may read a file the CLI writes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Readers {
-    /// Everyone (0644): plugins, lock files.
-    Everyone,
-    /// Only the owner (0600): secret keys.
-    Owner,
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory, so a
-/// failure never leaves half a file (or destroys the file being replaced).
-fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(), String> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut builder = tempfile::Builder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = match readers {
-            Readers::Everyone => 0o644,
-            Readers::Owner => 0o600,
-        };
-        builder.permissions(std::fs::Permissions::from_mode(mode));
-    }
-    #[cfg(not(unix))]
-    let _ = readers;
-    let mut temp = builder
-        .tempfile_in(dir)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    std::io::Write::write_all(&mut temp, bytes)
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    temp.persist(path)
-        .map_err(|error| format!("cannot write {}: {}", path.display(), error.error))?;
-    Ok(())
 }

@@ -4,12 +4,17 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use clap::Args;
 
 use super::{PluginArgs, usage_error};
-use crate::mcp::{self, HttpOptions, LogRouter, ServeOptions, Shared};
-use crate::reload;
+use crate::mcp::{self, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared};
+use crate::{Runtime, RuntimeBuilder, reload};
+
+/// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
+/// Kubernetes gives a pod by default, with room for the rest of the exit.
+const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 20;
 
 /// The environment variable that may hold the bearer token of `--http`.
 const TOKEN_VARIABLE: &str = "TOOLCELL_TOKEN";
@@ -29,8 +34,8 @@ pub(super) struct ServeArgs {
     /// (--token-file or TOOLCELL_TOKEN): whoever has it can run every tool.
     #[arg(long, requires = "http")]
     allow_remote: bool,
-    /// With --http: every request must carry `Authorization: Bearer TOKEN`, TOKEN
-    /// being this file's content (surrounding whitespace removed; at least 16
+    /// With --http: every request to /mcp must carry `Authorization: Bearer TOKEN`,
+    /// TOKEN being this file's content (surrounding whitespace removed; at least 16
     /// characters). The environment variable TOOLCELL_TOKEN can hold it instead.
     #[arg(long, value_name = "FILE", requires = "http")]
     token_file: Option<PathBuf>,
@@ -42,6 +47,10 @@ pub(super) struct ServeArgs {
     /// (notifications/tools/list_changed).
     #[arg(long)]
     watch: bool,
+    /// With --http: on SIGINT or SIGTERM, how long requests in flight (tool calls) get
+    /// to finish before they are cancelled and the server exits.
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS, requires = "http")]
+    shutdown_grace: u64,
     /// Benchmarks only: also serve the tool "toolcell-floor", which answers without
     /// entering a sandbox.
     #[arg(long, hide = true)]
@@ -69,40 +78,34 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             "--allow-remote needs a bearer token: give it with --token-file FILE or in {TOKEN_VARIABLE}"
         ));
     }
+    // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
     let builder = match args.plugins.builder(&[]) {
         Ok(builder) => builder.log_listener(logs.clone()),
         Err(message) => return usage_error(&message),
     };
-    let tools = match runtime.block_on(builder.build()) {
-        Ok(tools) => Arc::new(RwLock::new(tools)),
-        Err(error) => return usage_error(&error.to_string()),
+    let options = ServeOptions {
+        watch: args.watch,
+        floor_tool: args.bench_floor_tool,
     };
-    let shared = Shared::new(
-        tools.clone(),
-        logs,
-        ServeOptions {
-            watch: args.watch,
-            floor_tool: args.bench_floor_tool,
-        },
-    );
     let result = runtime.block_on(async {
-        let _watcher = if args.watch {
-            let notify = shared.clone();
-            Some(reload::watch(tools, move || notify.tools_changed())?)
-        } else {
-            None
-        };
         match args.http {
             Some(addr) => {
-                let options = HttpOptions {
+                let grace = Duration::from_secs(args.shutdown_grace);
+                let http = HttpOptions {
                     any_host: args.allow_remote,
                     max_sessions: args.max_sessions,
                     token,
                 };
-                serve_http(shared, addr, options).await
+                serve_http(builder, logs, options, addr, http, grace).await
             }
-            None => mcp::serve_stdio(shared).await,
+            None => {
+                let tools = builder.build().await.map_err(|error| error.to_string())?;
+                let tools = Arc::new(RwLock::new(tools));
+                let shared = Shared::new(tools.clone(), logs, options, Lifecycle::new());
+                let _watcher = watch(args.watch, &tools, &shared, None)?;
+                mcp::serve_stdio(shared).await
+            }
         }
     });
     match result {
@@ -134,7 +137,41 @@ fn bearer_token(file: Option<&Path>) -> Result<Option<Arc<str>>, String> {
     Ok(Some(Arc::from(token)))
 }
 
-async fn serve_http(shared: Shared, addr: SocketAddr, options: HttpOptions) -> Result<(), String> {
+/// Starts hot reload when asked; `lifecycle` is told when a reload is being applied.
+fn watch(
+    enabled: bool,
+    tools: &Arc<RwLock<Runtime>>,
+    shared: &Shared,
+    lifecycle: Option<Lifecycle>,
+) -> Result<Option<reload::Watcher>, String> {
+    if !enabled {
+        return Ok(None);
+    }
+    let notify = shared.clone();
+    reload::watch(
+        tools.clone(),
+        move || notify.tools_changed(),
+        move |started| {
+            if let Some(lifecycle) = &lifecycle {
+                lifecycle.reloading(started);
+            }
+        },
+    )
+    .map(Some)
+}
+
+/// Listens at once (the probes answer while the plugins load), serves MCP once they
+/// are loaded, and on SIGINT or SIGTERM drains: the listening socket closes, new
+/// tool calls are refused, requests in flight get `grace` to finish, then what is left
+/// is cancelled and the server exits.
+async fn serve_http(
+    builder: RuntimeBuilder,
+    logs: Arc<LogRouter>,
+    options: ServeOptions,
+    addr: SocketAddr,
+    http: HttpOptions,
+    grace: Duration,
+) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
@@ -146,13 +183,44 @@ async fn serve_http(shared: Shared, addr: SocketAddr, options: HttpOptions) -> R
             "serving MCP on {bound}, which is not loopback: whoever can reach it and has the bearer token can run every tool"
         );
     }
+    let lifecycle = Lifecycle::new();
+    let server = HttpServer::new(lifecycle.clone(), http);
+    let serving = tokio::spawn(server.clone().serve(listener));
+    eprintln!(
+        "toolcell: listening on http://{bound} ({} and {} answer; loading plugins)",
+        mcp::HEALTH_ENDPOINT,
+        mcp::READY_ENDPOINT
+    );
+    let mut signal = std::pin::pin!(interrupted());
+    let tools = tokio::select! {
+        built = builder.build() => built.map_err(|error| error.to_string())?,
+        // Nothing is in flight before the plugins are loaded.
+        () = &mut signal => return Ok(()),
+    };
+    let tools = Arc::new(RwLock::new(tools));
+    let shared = Shared::new(tools.clone(), logs, options, lifecycle.clone());
+    let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
+    server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);
-    let stop = shared.clone();
-    tokio::spawn(async move {
-        interrupted().await;
-        stop.shut_down();
-    });
-    mcp::serve_http(shared, listener, options).await;
+    signal.await;
+    lifecycle.drain();
+    server.stop_accepting();
+    let in_flight = lifecycle.in_flight();
+    if in_flight > 0 {
+        tracing::info!(
+            "shutting down: waiting up to {grace:?} for {in_flight} request(s) in flight"
+        );
+    }
+    if tokio::time::timeout(grace, lifecycle.idle()).await.is_err() {
+        tracing::warn!(
+            "{} request(s) still in flight after the shutdown grace period of {} s; cancelling them",
+            lifecycle.in_flight(),
+            grace.as_secs()
+        );
+    }
+    shared.shut_down();
+    server.close();
+    let _ = serving.await;
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! MCP over streamable HTTP: the SDK's `StreamableHttpService` at `/mcp`, served by
-//! hyper on one listening socket, with what the SDK does not do in front of it:
+//! hyper on one listening socket, beside the probes `/healthz` and `/readyz`, with what
+//! the SDK does not do in front of it:
 //!
 //! - accepted connections set `TCP_NODELAY`, and each response's body goes out in as
 //!   few writes as it is ready in: otherwise Nagle's algorithm holds the end of a
@@ -9,8 +10,8 @@
 //!   (413 when too large) whose body is the JSON-RPC error saying why;
 //! - at most [`HttpOptions::max_sessions`] sessions live at once: another `initialize`
 //!   is a 503 until one ends (DELETE, or [`SESSION_IDLE`] without a request);
-//! - with a bearer token, a request without it is a 401 (the token is compared in
-//!   constant time).
+//! - with a bearer token, a request to `/mcp` without it is a 401 (the token is
+//!   compared in constant time; the probes need none).
 //!
 //! The address is loopback unless the user said otherwise (`--allow-remote`, which
 //! needs a token). On loopback the SDK also checks the `Host` header (against DNS
@@ -18,15 +19,14 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -36,13 +36,22 @@ use rmcp::transport::streamable_http_server::session::local::{LocalSessionManage
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::jsonrpc::{self, MAX_MESSAGE_BYTES, Rejection};
+use super::lifecycle::{Lifecycle, RequestGuard};
 use super::server::ToolServer;
 
 /// The path the MCP endpoint is served at.
 pub const ENDPOINT: &str = "/mcp";
+
+/// The liveness probe: 200 whenever the process answers.
+pub const HEALTH_ENDPOINT: &str = "/healthz";
+
+/// The readiness probe: 200 when the plugins are loaded and no reload is being
+/// applied and the server is not shutting down, else 503 and why.
+pub const READY_ENDPOINT: &str = "/readyz";
 
 /// How long a session may go without a request before it ends.
 pub const SESSION_IDLE: Duration = SessionConfig::DEFAULT_KEEP_ALIVE;
@@ -50,11 +59,14 @@ pub const SESSION_IDLE: Duration = SessionConfig::DEFAULT_KEEP_ALIVE;
 /// How many sessions may live at once unless the user says otherwise.
 pub const DEFAULT_MAX_SESSIONS: u32 = 256;
 
-/// How long open connections get to finish when the server stops.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long open connections get to finish once the sessions are closed.
+const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
 /// The header that names a session.
 const SESSION_HEADER: &str = "mcp-session-id";
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+type Service = StreamableHttpService<ToolServer, LocalSessionManager>;
 
 /// How the HTTP server admits clients.
 #[derive(Clone)]
@@ -64,90 +76,152 @@ pub struct HttpOptions {
     pub any_host: bool,
     /// How many sessions may live at once.
     pub max_sessions: u32,
-    /// The bearer token every request must carry, if any.
+    /// The bearer token every request to the MCP endpoint must carry, if any.
     pub token: Option<Arc<str>>,
 }
 
-type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
+/// The MCP endpoint, once the plugins are loaded: the SDK's service and its sessions.
+struct Mcp {
+    service: Service,
+    sessions: Arc<LocalSessionManager>,
+}
 
-/// Serves MCP on `listener` until `shared` is shut down.
-pub async fn serve_http(shared: Shared, listener: TcpListener, options: HttpOptions) {
-    let mut config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(shared.shutdown.child_token())
-        // The checks below read the body first, with the same limit.
-        .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
-    if options.any_host {
-        config = config.disable_allowed_hosts();
+/// One HTTP server through its life: probes from the start, MCP once the plugins are
+/// loaded ([`HttpServer::open`]), no new connections once draining
+/// ([`HttpServer::stop_accepting`]), and an end once the sessions are closed
+/// ([`HttpServer::close`]). Clones share the server.
+#[derive(Clone)]
+pub struct HttpServer {
+    lifecycle: Lifecycle,
+    mcp: Arc<OnceLock<Mcp>>,
+    options: Arc<HttpOptions>,
+    stop_accepting: CancellationToken,
+    closed: CancellationToken,
+}
+
+impl HttpServer {
+    /// A server whose readiness `lifecycle` tracks, admitting clients as `options` say.
+    pub fn new(lifecycle: Lifecycle, options: HttpOptions) -> HttpServer {
+        HttpServer {
+            lifecycle,
+            mcp: Arc::new(OnceLock::new()),
+            options: Arc::new(options),
+            stop_accepting: CancellationToken::new(),
+            closed: CancellationToken::new(),
+        }
     }
-    let factory_shared = shared.clone();
-    let sessions = Arc::new(LocalSessionManager::default());
-    let service = StreamableHttpService::new(
-        move || Ok(ToolServer::new(factory_shared.clone())),
-        sessions.clone(),
-        config,
-    );
-    let endpoint = Arc::new(Endpoint {
-        service,
-        sessions,
-        options,
-    });
-    let connections = GracefulShutdown::new();
-    loop {
-        let stream = tokio::select! {
-            () = shared.shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tracing::warn!("accepting an MCP connection failed: {error}");
-                    continue;
+
+    /// Serves MCP over `shared` from now on, and marks the plugins loaded.
+    pub fn open(&self, shared: Shared) {
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(shared.shutdown.child_token())
+            // `admit` reads the body first, with the same limit.
+            .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
+        if self.options.any_host {
+            config = config.disable_allowed_hosts();
+        }
+        let sessions = Arc::new(LocalSessionManager::default());
+        let service = StreamableHttpService::new(
+            move || Ok(ToolServer::new(shared.clone())),
+            sessions.clone(),
+            config,
+        );
+        // Opened once; a second call changes nothing.
+        let _ = self.mcp.set(Mcp { service, sessions });
+        self.lifecycle.loaded();
+    }
+
+    /// Closes the listening socket; open connections finish the requests they carry
+    /// and close.
+    pub fn stop_accepting(&self) {
+        self.stop_accepting.cancel();
+    }
+
+    /// The sessions are closed (`Shared::shut_down`): connections still open get
+    /// [`FLUSH_GRACE`] to finish, then [`HttpServer::serve`] returns.
+    pub fn close(&self) {
+        self.stop_accepting.cancel();
+        self.closed.cancel();
+    }
+
+    /// Serves on `listener` until closed.
+    pub async fn serve(self, listener: TcpListener) {
+        let connections = GracefulShutdown::new();
+        loop {
+            let stream = tokio::select! {
+                () = self.stop_accepting.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(error) => {
+                        tracing::warn!("accepting an MCP connection failed: {error}");
+                        continue;
+                    }
+                },
+            };
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on an MCP connection: {error}");
+            }
+            let server = self.clone();
+            let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let server = server.clone();
+                async move { Ok::<_, Infallible>(server.route(request).await) }
+            });
+            let connection = auto::Builder::new(TokioExecutor::new())
+                .serve_connection_with_upgrades(TokioIo::new(stream), handler)
+                .into_owned();
+            let connection = connections.watch(connection);
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!("an MCP connection ended with an error: {error}");
+                }
+            });
+        }
+        drop(listener);
+        let finished = connections.shutdown();
+        let deadline = async {
+            self.closed.cancelled().await;
+            tokio::time::sleep(FLUSH_GRACE).await;
+        };
+        tokio::select! {
+            () = finished => {}
+            () = deadline => tracing::debug!("some MCP connections did not close in time"),
+        }
+    }
+
+    async fn route(&self, request: Request<Incoming>) -> Response<Body> {
+        match request.uri().path() {
+            HEALTH_ENDPOINT => text(StatusCode::OK, "ok\n".to_string()),
+            READY_ENDPOINT => match self.lifecycle.readiness() {
+                Ok(()) => text(StatusCode::OK, "ready\n".to_string()),
+                Err(why) => text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("not ready: {why}\n"),
+                ),
+            },
+            ENDPOINT => match self.mcp.get() {
+                Some(mcp) => self.serve_mcp(mcp, request).await,
+                None => {
+                    let mut response = text(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "not ready: loading plugins\n".to_string(),
+                    );
+                    response
+                        .headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                    response
                 }
             },
-        };
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY on an MCP connection: {error}");
+            _ => not_found(),
         }
-        let endpoint = endpoint.clone();
-        let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-            let endpoint = endpoint.clone();
-            async move { Ok::<_, Infallible>(endpoint.handle(request).await) }
-        });
-        let connection = auto::Builder::new(TokioExecutor::new())
-            .serve_connection_with_upgrades(TokioIo::new(stream), handler)
-            .into_owned();
-        let connection = connections.watch(connection);
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::debug!("an MCP connection ended with an error: {error}");
-            }
-        });
-    }
-    if tokio::time::timeout(SHUTDOWN_GRACE, connections.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::debug!("some MCP connections did not close in time");
     }
 }
 
-/// The `/mcp` endpoint: the SDK's service behind the checks of the module docs.
-struct Endpoint {
-    service: StreamableHttpService<ToolServer, LocalSessionManager>,
-    sessions: Arc<LocalSessionManager>,
-    options: HttpOptions,
-}
-
-impl Endpoint {
-    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
-        if request.uri().path() != ENDPOINT {
-            return text_response(
-                StatusCode::NOT_FOUND,
-                format!("not found: the MCP endpoint is {ENDPOINT}\n"),
-            );
-        }
+impl HttpServer {
+    async fn serve_mcp(&self, mcp: &Mcp, request: Request<Incoming>) -> Response<Body> {
         if let Some(token) = &self.options.token
             && !authorized(&request, token)
         {
-            let mut response = text_response(
+            let mut response = text(
                 StatusCode::UNAUTHORIZED,
                 "unauthorized: this server needs `Authorization: Bearer TOKEN`\n".to_string(),
             );
@@ -156,54 +230,66 @@ impl Endpoint {
                 .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return response;
         }
+        // A drain waits for a POST's response (a tool call's result) to be sent; a GET
+        // is a stream of notifications that never ends by itself.
+        if request.method() == Method::GET {
+            return mcp.service.handle(request).await.map(coalesced);
+        }
+        let in_flight = self.lifecycle.request();
         let response = if request.method() == Method::POST && is_json(&request) {
-            match self.admit(request).await {
-                Ok(request) => self.service.handle(request).await,
-                Err(response) => return response,
+            match self.admit(mcp, request).await {
+                Ok(request) => mcp.service.handle(request).await,
+                Err(refusal) => return refusal,
             }
         } else {
-            self.service.handle(request).await
+            mcp.service.handle(request).await
         };
-        let (parts, body) = response.into_parts();
-        Response::from_parts(parts, BoxBody::new(Coalesced::new(body)))
+        response.map(|body| {
+            Tracked {
+                body: coalesced(body),
+                _in_flight: in_flight,
+            }
+            .boxed()
+        })
     }
 
     /// Reads a POSTed message and checks it; gives the request back with its body
     /// read, or the response refusing it.
     async fn admit(
         &self,
+        mcp: &Mcp,
         request: Request<Incoming>,
-    ) -> Result<Request<Full<Bytes>>, HttpResponse> {
+    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
         let (parts, body) = request.into_parts();
         let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
-            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-                return Err(rejection_response(
+            Err(error) if error.is::<LengthLimitError>() => {
+                return Err(refusal(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     &Rejection::too_large(None),
                 ));
             }
             Err(error) => {
-                return Err(text_response(
+                return Err(text(
                     StatusCode::BAD_REQUEST,
                     format!("cannot read the request body: {error}\n"),
                 ));
             }
         };
         let message = jsonrpc::check(&bytes)
-            .map_err(|rejection| rejection_response(StatusCode::BAD_REQUEST, &rejection))?;
+            .map_err(|rejection| refusal(StatusCode::BAD_REQUEST, &rejection))?;
         if let ClientJsonRpcMessage::Request(request) = &message
             && matches!(request.request, ClientRequest::InitializeRequest(_))
             && !parts.headers.contains_key(SESSION_HEADER)
         {
-            self.room_for_a_session(&request.id).await?;
+            self.room_for_a_session(mcp, &request.id).await?;
         }
         Ok(Request::from_parts(parts, Full::new(bytes)))
     }
 
     /// Refuses a new session when [`HttpOptions::max_sessions`] live.
-    async fn room_for_a_session(&self, id: &RequestId) -> Result<(), HttpResponse> {
-        let live = self.sessions.sessions.read().await.len();
+    async fn room_for_a_session(&self, mcp: &Mcp, id: &RequestId) -> Result<(), Response<Body>> {
+        let live = mcp.sessions.sessions.read().await.len();
         if live < self.options.max_sessions as usize {
             return Ok(());
         }
@@ -217,10 +303,7 @@ impl Endpoint {
             ),
             silent: false,
         };
-        Err(rejection_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &rejection,
-        ))
+        Err(refusal(StatusCode::SERVICE_UNAVAILABLE, &rejection))
     }
 }
 
@@ -246,7 +329,8 @@ fn is_json<B>(request: &Request<B>) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
 }
 
-fn rejection_response(status: StatusCode, rejection: &Rejection) -> HttpResponse {
+/// The response refusing a message: `rejection`'s JSON-RPC error as the body.
+fn refusal(status: StatusCode, rejection: &Rejection) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(rejection.to_json())).boxed());
     *response.status_mut() = status;
     response
@@ -255,37 +339,27 @@ fn rejection_response(status: StatusCode, rejection: &Rejection) -> HttpResponse
     response
 }
 
-fn text_response(status: StatusCode, text: String) -> HttpResponse {
-    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
-    *response.status_mut() = status;
-    response
+fn coalesced(body: Body) -> Body {
+    Coalesced {
+        inner: body,
+        held: None,
+        ended: false,
+    }
+    .boxed()
 }
 
 /// A response body whose frames are joined while they are ready: an SSE response is
 /// written in one piece per burst of events (a priming event, a result and the end),
 /// not one write per event.
-struct Coalesced<B> {
-    inner: B,
+struct Coalesced {
+    inner: Body,
     /// A frame that is not data (trailers), held back until the data before it went.
     held: Option<Frame<Bytes>>,
     /// Whether `inner` has ended (it is not polled again).
     ended: bool,
 }
 
-impl<B> Coalesced<B> {
-    fn new(inner: B) -> Self {
-        Coalesced {
-            inner,
-            held: None,
-            ended: false,
-        }
-    }
-}
-
-impl<B> Body for Coalesced<B>
-where
-    B: Body<Data = Bytes, Error = Infallible> + Unpin,
-{
+impl hyper::body::Body for Coalesced {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -332,4 +406,43 @@ where
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// A response body that keeps its request counted as in flight until it is sent.
+struct Tracked {
+    body: Body,
+    _in_flight: RequestGuard,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+fn not_found() -> Response<Body> {
+    text(
+        StatusCode::NOT_FOUND,
+        format!("not found: the MCP endpoint is {ENDPOINT}\n"),
+    )
 }

@@ -8,7 +8,9 @@
 //! - `jsonrpc`: the checks every incoming message passes before rmcp sees it;
 //! - `stdio` and `lines`: the stdio transport, with the real stdout kept for the
 //!   protocol alone;
-//! - `http`: the streamable HTTP transport.
+//! - `http`: the streamable HTTP transport, with the `/healthz` and `/readyz` probes;
+//! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
+//!   a drain on SIGTERM waits for.
 //!
 //! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
@@ -17,6 +19,7 @@
 
 mod http;
 mod jsonrpc;
+mod lifecycle;
 mod lines;
 mod logging;
 mod server;
@@ -27,8 +30,12 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-pub use http::{DEFAULT_MAX_SESSIONS, ENDPOINT, HttpOptions, SESSION_IDLE, serve_http};
+pub use http::{
+    DEFAULT_MAX_SESSIONS, ENDPOINT, HEALTH_ENDPOINT, HttpOptions, HttpServer, READY_ENDPOINT,
+    SESSION_IDLE,
+};
 pub use jsonrpc::{MAX_DEPTH, MAX_MESSAGE_BYTES};
+pub use lifecycle::Lifecycle;
 pub use logging::LogRouter;
 pub use stdio::serve_stdio;
 
@@ -45,6 +52,7 @@ pub struct Shared {
     logs: Arc<LogRouter>,
     changes: broadcast::Sender<()>,
     shutdown: CancellationToken,
+    lifecycle: Lifecycle,
     options: ServeOptions,
 }
 
@@ -60,11 +68,12 @@ pub struct ServeOptions {
 
 impl Shared {
     /// The state of a server over `runtime`, which was built with `logs` as its log
-    /// listener.
+    /// listener, and whose readiness and calls in flight `lifecycle` tracks.
     pub fn new(
         runtime: Arc<RwLock<Runtime>>,
         logs: Arc<LogRouter>,
         options: ServeOptions,
+        lifecycle: Lifecycle,
     ) -> Shared {
         let (changes, _) = broadcast::channel(16);
         Shared {
@@ -72,6 +81,7 @@ impl Shared {
             logs,
             changes,
             shutdown: CancellationToken::new(),
+            lifecycle,
             options,
         }
     }

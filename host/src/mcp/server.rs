@@ -11,6 +11,8 @@
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
 //!   the model can correct itself). An unknown tool, or a hidden one (hidden tools are
 //!   for plugin code, not the model), is a protocol error (invalid params).
+//! - While the server drains (SIGTERM), a new `tools/call` is refused; calls in flight
+//!   go on until they end or the grace period does.
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
 //!   family in the sandbox: its coroutines stop and its HTTP requests and timers are
 //!   aborted.
@@ -103,6 +105,12 @@ impl ToolServer {
     ) -> Result<CallToolResult, ErrorData> {
         if self.shared.options.floor_tool && request.name == FLOOR_TOOL {
             return Ok(CallToolResult::success(vec![ContentBlock::text("pong")]));
+        }
+        if self.shared.lifecycle.is_draining() {
+            return Err(ErrorData::internal_error(
+                "the server is shutting down; the call was not started",
+                None,
+            ));
         }
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;

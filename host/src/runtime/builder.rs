@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -13,13 +13,15 @@ use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::engine;
-use crate::files::{FileAccess, FileRoot};
+use crate::files::{FileAccess, FileRoot, Files, RootError};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
 use crate::log_listener::LogListener;
+use crate::manifest::sidecar_path;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
+use crate::trusted::{self, TrustedPaths};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
@@ -38,9 +40,10 @@ pub enum BuildError {
     /// A plugin directory could not be read.
     #[error("cannot read plugin directory {0}: {1}")]
     UnreadableDirectory(PathBuf, std::io::Error),
-    /// The file root could not be opened.
+    /// The file root could not be opened, or plugins could change what the host trusts
+    /// through it.
     #[error("cannot use {0} as the file root: {1}")]
-    Root(PathBuf, std::io::Error),
+    Root(PathBuf, RootError),
     /// The debug log could not be opened.
     #[error("cannot open the debug log {0}: {1}")]
     DebugLog(PathBuf, std::io::Error),
@@ -106,8 +109,12 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The only directory tree plugins may read and write (default: the current
-    /// directory).
+    /// The only directory tree plugins may read and write. Default: the config's
+    /// `[files] root`, else the current directory, unless that is `/`, the home
+    /// directory or an ancestor of it (then plugins get no file access, with a warning:
+    /// they could change the user's startup files). A root that is, or lies inside, a
+    /// path the host trusts (a plugin directory, the cache, ...) is refused; such paths
+    /// inside the root are out of plugins' reach (see [`crate::trusted`]).
     pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
         self.root = Some(root.into());
         self
@@ -177,15 +184,9 @@ impl RuntimeBuilder {
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
     /// skipped; the others load.
     pub async fn build(self) -> Result<Runtime, BuildError> {
+        let trusted = self.trusted_paths();
         let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
         let files = dirs.discover()?;
-        let root = match &self.root {
-            Some(root) => root.clone(),
-            None => std::env::current_dir()
-                .map_err(|error| BuildError::Root(PathBuf::from("."), error))?,
-        };
-        let files_root =
-            Arc::new(FileRoot::open(&root).map_err(|error| BuildError::Root(root.clone(), error))?);
         let debug_log = match &self.debug_log {
             Some(path) => {
                 Some(Arc::new(DebugLog::open(path).map_err(|error| {
@@ -194,12 +195,27 @@ impl RuntimeBuilder {
             }
             None => None,
         };
+        let root = self.root.or_else(|| self.config.files_root());
+        let file_root = open_root(root, &trusted)?;
+        let mut cache = self.cache;
+        if let (Files::Root(root), Some(dir)) = (&file_root, cache.dir())
+            && trusted::lies_within(dir, root.path())
+        {
+            tracing::warn!(
+                "not using the compiled-code cache {}: it lies inside the file root {}, \
+                 where plugins could write native code the host would run (set \
+                 TOOLCELL_CACHE_DIR, or choose another root)",
+                dir.display(),
+                root.path().display()
+            );
+            cache = CodeCache::new(None);
+        }
         let engine = engine::shared().map_err(BuildError::Engine)?.clone();
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
-            files: Some(files_root),
+            files: file_root,
             debug_log,
             log_listener: self.log_listener,
         };
@@ -212,9 +228,8 @@ impl RuntimeBuilder {
             pins: self.pins,
             trust,
         };
-        let loader = Arc::new(
-            Loader::new(engine, self.cache, services, policy).map_err(BuildError::Engine)?,
-        );
+        let loader =
+            Arc::new(Loader::new(engine, cache, services, policy).map_err(BuildError::Engine)?);
         // The loads run concurrently inside this task rather than as tasks of their own:
         // what they wait on (reading large files, compiling) already runs on the
         // blocking pool, instances are created one at a time anyway (`sandbox::turns`),
@@ -248,5 +263,108 @@ impl RuntimeBuilder {
             tracing::warn!("{}", diagnostic.message);
         }
         Ok(runtime)
+    }
+
+    /// Everything this runtime's host trusts on disk (see [`crate::trusted`]).
+    fn trusted_paths(&self) -> TrustedPaths {
+        let mut trusted = TrustedPaths::default();
+        if let Some(dir) = self.cache.dir() {
+            trusted.add("the compiled-code cache", dir);
+        }
+        for dir in &self.plugin_dirs {
+            trusted.add("the plugin directory", dir);
+        }
+        for file in &self.plugin_files {
+            trusted.add("the plugin file", file);
+            trusted.add("the plugin manifest", &sidecar_path(file));
+        }
+        if let Some(path) = self.config.path() {
+            trusted.add("the config file", path);
+        }
+        if let Some(path) = self.pins.lock_file() {
+            trusted.add("the lock file", path);
+        }
+        if let Some(path) = &self.debug_log {
+            trusted.add("the debug log", path);
+        }
+        trusted
+    }
+}
+
+/// The file root: `root` when given (an error when it cannot be granted), else the
+/// current directory, which is refused (plugins get no file access, with one warning)
+/// where a plugin could reach the user's startup files or what the host trusts.
+fn open_root(root: Option<PathBuf>, trusted: &TrustedPaths) -> Result<Files, BuildError> {
+    if let Some(root) = root {
+        let opened =
+            FileRoot::open(&root, trusted).map_err(|error| BuildError::Root(root, error))?;
+        return Ok(Files::Root(Arc::new(opened)));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|error| BuildError::Root(PathBuf::from("."), error.into()))?;
+    let refusal = match default_root_refusal(&cwd, std::env::home_dir().as_deref()) {
+        Some(refusal) => refusal,
+        None => match FileRoot::open(&cwd, trusted) {
+            Ok(opened) => return Ok(Files::Root(Arc::new(opened))),
+            Err(RootError::Trusted(what)) => format!("it is or lies inside {what}"),
+            Err(error) => return Err(BuildError::Root(cwd, error)),
+        },
+    };
+    let reason = format!(
+        "file access is off: no file root was given, and the default, the current \
+         directory {}, {refusal}; grant a directory with --root DIR (or [files] root in \
+         the config)",
+        cwd.display()
+    );
+    tracing::warn!("{reason}");
+    Ok(Files::Refused(reason.into()))
+}
+
+/// Why the current directory `cwd` cannot be the default file root, if it cannot:
+/// from `/`, the home directory or any ancestor of it, a plugin could write the user's
+/// startup files (`~/.bashrc`, `~/.ssh/authorized_keys`).
+fn default_root_refusal(cwd: &Path, home: Option<&Path>) -> Option<String> {
+    let cwd = trusted::resolve(cwd);
+    if cwd.parent().is_none() {
+        return Some("is the filesystem root".to_string());
+    }
+    let home = trusted::resolve(home?);
+    if cwd == home {
+        Some("is your home directory".to_string())
+    } else if home.starts_with(&cwd) {
+        Some(format!("contains your home directory {}", home.display()))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_root_is_refused_at_home_above_it_and_at_the_filesystem_root() {
+        let base = tempfile::TempDir::new().expect("temp dir");
+        let home = base.path().join("home/me");
+        std::fs::create_dir_all(home.join("project")).expect("home");
+        let refused = |cwd: &Path| default_root_refusal(cwd, Some(&home));
+
+        assert_eq!(refused(&home).as_deref(), Some("is your home directory"));
+        assert!(
+            refused(&base.path().join("home"))
+                .is_some_and(|why| why.starts_with("contains your home directory"))
+        );
+        assert_eq!(
+            refused(Path::new("/")).as_deref(),
+            Some("is the filesystem root")
+        );
+        assert_eq!(refused(&home.join("project")), None);
+        assert_eq!(refused(&base.path().join("elsewhere")), None);
+        // Through a symlink, home is still home.
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&home, &link).expect("symlink");
+        assert_eq!(refused(&link).as_deref(), Some("is your home directory"));
+        // Without a home directory, only `/` is refused.
+        assert_eq!(default_root_refusal(base.path(), None), None);
     }
 }

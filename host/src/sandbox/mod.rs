@@ -33,7 +33,7 @@ pub use state::StoreState;
 pub use supervisor::CallOutcome;
 
 use crate::debug_log::DebugLog;
-use crate::files::{FileAccess, FileRoot};
+use crate::files::{FileAccess, Files};
 use crate::grants::{Granted, Hints};
 use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
 use crate::limits::Limits;
@@ -95,8 +95,8 @@ impl From<Granted> for PluginSettings {
 pub struct SharedServices {
     /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
     pub tool_config: Arc<HashMap<String, String>>,
-    /// The granted root for file access; none means no file access at all.
-    pub files: Option<Arc<FileRoot>>,
+    /// The root for file access, or why there is none.
+    pub files: Files,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
     /// Who else hears what plugins log.
@@ -114,8 +114,8 @@ pub struct PluginContext {
     pub limits: Limits,
     /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
     pub tool_config: Arc<HashMap<String, String>>,
-    /// The granted root for file access; none means no file access at all.
-    pub files: Option<Arc<FileRoot>>,
+    /// The root for file access, or why there is none.
+    pub files: Files,
     /// How the plugin may use `files`.
     pub file_access: FileAccess,
     /// How to explain a refusal of what was not granted.

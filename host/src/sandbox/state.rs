@@ -89,10 +89,15 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        let root = self.plugin.files.clone().ok_or_else(no_file_access)?;
         if !self.plugin.file_access.can_read() {
             return Err(format!("cannot read {path}: {}", self.plugin.hints.files));
         }
+        let root = self
+            .plugin
+            .files
+            .root()
+            .map_err(|reason| format!("cannot read {path}: {reason}"))?
+            .clone();
         let max_bytes = self.plugin.limits.memory;
         tokio::task::spawn_blocking(move || root.read(&path, max_bytes))
             .await
@@ -100,10 +105,15 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        let root = self.plugin.files.clone().ok_or_else(no_file_access)?;
         if !self.plugin.file_access.can_write() {
             return Err(format!("cannot write {path}: {}", self.plugin.hints.files));
         }
+        let root = self
+            .plugin
+            .files
+            .root()
+            .map_err(|reason| format!("cannot write {path}: {reason}"))?
+            .clone();
         tokio::task::spawn_blocking(move || root.write(&path, &content))
             .await
             .unwrap_or_else(|error| Err(format!("the write was interrupted: {error}")))
@@ -146,8 +156,4 @@ impl toolcell::plugin::host::Host for StoreState {
     fn cancel_op(&mut self, op: u64) {
         self.ops.abort(op);
     }
-}
-
-fn no_file_access() -> String {
-    "file access is not granted to this plugin".to_string()
 }

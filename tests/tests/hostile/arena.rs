@@ -4,7 +4,12 @@
 //! canary), `root/` (the only tree plugins may touch) and `outside/` (a secret that
 //! must stay as it is). After the attack's own steps, every attack also checks that
 //! the host still serves calls, that the canary tool of another plugin still answers
-//! correctly, and that nothing in the arena outside `root/` changed.
+//! correctly, and that nothing in the arena outside `root/` changed, nor anything the
+//! host trusts inside it (the attack's [`Layout`] may put the plugin directory or the
+//! compiled-code cache there).
+//!
+//! An attack on the default root runs in a child process (this test binary, asked for
+//! that one trial), since the working directory and `HOME` belong to the process.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,12 +17,17 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 use toolcell::artifact::Artifact;
+use toolcell::cache::CodeCache;
 use toolcell::http::HostGrant;
 use toolcell::manifest::{MANIFEST_SECTION, Manifest};
 use toolcell::{Call, CallOutcome, Runtime, Severity};
 use toolcell_tests::http_server::TestServer;
 
-use super::attack::{Attack, Expect, Setup, Source, Step};
+use super::attack::{Attack, Expect, Layout, Setup, Source, Step};
+
+/// Set in the child process that runs an attack from a home directory: the arena the
+/// parent made for it.
+const CHILD_ARENA: &str = "TOOLCELL_HOSTILE_ARENA";
 
 /// Where the hostile plugins live.
 const HOSTILE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/hostile");
@@ -38,50 +48,105 @@ type Snapshot = BTreeMap<PathBuf, String>;
 
 /// The directories of one attack.
 struct Arena {
-    dir: TempDir,
+    /// Deletes the arena at the end (the child process uses its parent's).
+    _owned: Option<TempDir>,
+    base: PathBuf,
+    layout: Layout,
 }
 
 impl Arena {
-    fn new() -> Arena {
+    fn new(layout: Layout) -> Arena {
+        let owned = TempDir::new().expect("arena");
         let arena = Arena {
-            dir: TempDir::new().expect("arena"),
+            base: owned.path().to_path_buf(),
+            _owned: Some(owned),
+            layout,
         };
-        for sub in ["plugins", "root", "outside"] {
-            std::fs::create_dir(arena.dir.path().join(sub)).expect("arena folder");
+        for dir in [arena.plugins(), arena.root(), arena.outside()] {
+            std::fs::create_dir_all(dir).expect("arena folder");
         }
         std::fs::write(arena.outside().join("secret.txt"), "the secret").expect("secret");
         std::fs::write(arena.plugins().join(CANARY_FILE), CANARY).expect("canary");
+        match layout {
+            Layout::CacheInRoot { via_symlink: true } => {
+                std::os::unix::fs::symlink(arena.root(), arena.base.join("rootlink"))
+                    .expect("root link");
+            }
+            Layout::HomeAsDefaultRoot => {
+                std::fs::write(arena.root().join(".bashrc"), "# the user's startup file\n")
+                    .expect(".bashrc");
+            }
+            _ => {}
+        }
         arena
     }
 
+    /// The arena the parent process made (see [`CHILD_ARENA`]).
+    fn existing(base: PathBuf, layout: Layout) -> Arena {
+        Arena {
+            _owned: None,
+            base,
+            layout,
+        }
+    }
+
     fn plugins(&self) -> PathBuf {
-        self.dir.path().join("plugins")
+        match self.layout {
+            Layout::PluginsInRoot => self.root().join("plugins"),
+            _ => self.base.join("plugins"),
+        }
     }
 
     fn root(&self) -> PathBuf {
-        self.dir.path().join("root")
+        self.base.join("root")
+    }
+
+    /// The root as the runtime is given it, if it is given one.
+    fn given_root(&self) -> Option<PathBuf> {
+        match self.layout {
+            Layout::HomeAsDefaultRoot => None,
+            Layout::CacheInRoot { via_symlink: true } => Some(self.base.join("rootlink")),
+            _ => Some(self.root()),
+        }
+    }
+
+    /// The compiled-code cache, when the attack's layout puts it in the root.
+    fn cache(&self) -> Option<PathBuf> {
+        match self.layout {
+            Layout::CacheInRoot { .. } => Some(self.root().join(".cache/toolcell")),
+            _ => None,
+        }
     }
 
     fn outside(&self) -> PathBuf {
-        self.dir.path().join("outside")
+        self.base.join("outside")
     }
 
-    /// Everything in the arena except the root.
+    /// Everything plugins must not change: the arena outside the root, and what the
+    /// host trusts inside it (all of it when no root is granted).
     fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot::new();
-        record(self.dir.path(), &self.root(), &mut snapshot);
+        let granted = self.given_root().map(|_| self.root());
+        record(&self.base, granted.as_deref(), &mut snapshot);
+        let trusted_inside = match self.layout {
+            Layout::PluginsInRoot => Some(self.plugins()),
+            _ => self.cache(),
+        };
+        if let Some(dir) = trusted_inside {
+            record(&dir, None, &mut snapshot);
+        }
         snapshot
     }
 }
 
-fn record(dir: &Path, skip: &Path, snapshot: &mut Snapshot) {
+fn record(dir: &Path, skip: Option<&Path>, snapshot: &mut Snapshot) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("readable")
         .map(|entry| entry.expect("entry").path())
         .collect();
     entries.sort();
     for path in entries {
-        if path == skip {
+        if Some(path.as_path()) == skip {
             continue;
         }
         let metadata = std::fs::symlink_metadata(&path).expect("metadata");
@@ -139,6 +204,9 @@ impl From<String> for Failure {
 
 /// Runs `attack` to the end; an `Err` says which expectation failed.
 pub fn run(attack: &Attack) -> Result<(), Failure> {
+    if attack.layout == Layout::HomeAsDefaultRoot && std::env::var_os(CHILD_ARENA).is_none() {
+        return run_in_child(attack);
+    }
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -147,8 +215,68 @@ pub fn run(attack: &Attack) -> Result<(), Failure> {
     tokio.block_on(run_async(attack))
 }
 
+/// Runs `attack` in a child process whose home and working directory are the arena's
+/// root, and checks that nothing in the arena changed.
+fn run_in_child(attack: &Attack) -> Result<(), Failure> {
+    let arena = Arena::new(attack.layout);
+    install_plugin(attack, &arena.plugins())?;
+    let before = arena.snapshot();
+    // The child's HOME differs: give it this process's cache, wherever HOME put it.
+    let cache = CodeCache::from_env();
+    let cache = cache
+        .dir()
+        .map_or("off".into(), |dir| dir.as_os_str().to_owned());
+    let exe = std::env::current_exe().map_err(|error| format!("own path: {error}"))?;
+    let output = std::process::Command::new(exe)
+        .args(["--exact", &format!("{}::{}", attack.category, attack.name)])
+        .env(CHILD_ARENA, &arena.base)
+        .env("HOME", arena.root())
+        .env("TOOLCELL_CACHE_DIR", cache)
+        .current_dir(arena.root())
+        .output()
+        .map_err(|error| format!("cannot run the child process: {error}"))?;
+    let after = arena.snapshot();
+    if before != after {
+        return Err(Failure {
+            escaped: true,
+            message: format!(
+                "something in the arena changed:\nbefore: {before:#?}\nafter: {after:#?}"
+            ),
+        });
+    }
+    if !output.status.success() {
+        return Err(format!(
+            "the child process failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A real entry in the cache at `dir` (compiled from an empty component), with its
+/// key; returns the entry's file name.
+fn cache_entry(dir: &Path) -> Result<String, String> {
+    let engine = toolcell::engine::shared()?;
+    let wasm = wat::parse_str("(component)").map_err(|error| error.to_string())?;
+    CodeCache::new(Some(dir.to_path_buf()))
+        .component(engine, &wasm, None)
+        .map_err(|error| format!("{error:#}"))?;
+    std::fs::read_dir(dir)
+        .map_err(|error| error.to_string())?
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .find(|name| name.ends_with(".cwasm"))
+        .ok_or_else(|| format!("no entry in {}", dir.display()))
+}
+
 async fn run_async(attack: &Attack) -> Result<(), Failure> {
-    let arena = Arena::new();
+    let arena = match std::env::var_os(CHILD_ARENA) {
+        Some(base) => Arena::existing(base.into(), attack.layout),
+        None => Arena::new(attack.layout),
+    };
     let server = if attack.net.server {
         Some(TestServer::start().await)
     } else {
@@ -170,6 +298,11 @@ async fn run_async(attack: &Attack) -> Result<(), Failure> {
         pairs.push(("{server}", server.url("")));
         pairs.push(("{port}", server.port().to_string()));
     }
+    pairs.push(("{plugins}", arena.plugins().display().to_string()));
+    if let Some(cache) = arena.cache() {
+        pairs.push(("{entry}", cache_entry(&cache)?));
+        pairs.push(("{cache}", cache.display().to_string()));
+    }
     let placeholders = Placeholders { pairs };
     let file = install_plugin(attack, &arena.plugins())?;
     for setup in &attack.setup {
@@ -179,10 +312,15 @@ async fn run_async(attack: &Attack) -> Result<(), Failure> {
 
     let mut builder = Runtime::builder()
         .plugin_dir(arena.plugins())
-        .root(arena.root())
         .debug_log(None)
         .limits(attack.limits.clone())
         .http_overrides(attack.net.overrides.clone());
+    if let Some(root) = arena.given_root() {
+        builder = builder.root(root);
+    }
+    if let Some(cache) = arena.cache() {
+        builder = builder.cache(CodeCache::new(Some(cache)));
+    }
     if attack.net.grant_loopback {
         builder = builder.allow_http("127.0.0.1".parse::<HostGrant>().expect("grant"));
     }

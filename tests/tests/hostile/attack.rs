@@ -105,6 +105,22 @@ pub enum Setup {
     Dir(&'static str),
 }
 
+/// Where the arena puts what the host trusts, relative to the granted root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `plugins/`, `root/` and `outside/` side by side; the cache is the user's.
+    Separate,
+    /// The compiled-code cache is `root/.cache/toolcell`, holding a real entry and its
+    /// key; with `via_symlink`, the root is given as `rootlink`, a symlink to `root/`.
+    CacheInRoot { via_symlink: bool },
+    /// The plugin directory is `root/plugins`.
+    PluginsInRoot,
+    /// No root is given and the working directory is the (fake) home directory
+    /// `root/`, holding a `.bashrc`: the runtime runs in a child process whose `HOME`
+    /// and working directory are that directory.
+    HomeAsDefaultRoot,
+}
+
 /// How a call must end.
 #[derive(Debug, Clone)]
 pub enum Expect {
@@ -170,6 +186,7 @@ pub struct Attack {
     pub what: &'static str,
     pub source: Source,
     pub setup: Vec<Setup>,
+    pub layout: Layout,
     pub limits: Limits,
     pub net: Net,
     pub steps: Vec<Step>,
@@ -184,6 +201,7 @@ pub fn attack(category: Category, name: &'static str, what: &'static str) -> Att
         what,
         source: Source::Lua,
         setup: Vec::new(),
+        layout: Layout::Separate,
         limits: Limits::default(),
         net: Net::default(),
         steps: Vec::new(),
@@ -218,6 +236,25 @@ impl Attack {
     /// Prepares something in the root before loading.
     pub fn setup(mut self, setup: Setup) -> Self {
         self.setup.push(setup);
+        self
+    }
+
+    /// Puts the compiled-code cache inside the root (`{cache}` names it, `{entry}` its
+    /// entry); with `via_symlink`, the root is given through a symlink.
+    pub fn cache_in_root(mut self, via_symlink: bool) -> Self {
+        self.layout = Layout::CacheInRoot { via_symlink };
+        self
+    }
+
+    /// Puts the plugin directory inside the root (`{plugins}` names it).
+    pub fn plugins_in_root(mut self) -> Self {
+        self.layout = Layout::PluginsInRoot;
+        self
+    }
+
+    /// Gives no root, from a working directory that is the home directory (`{home}`).
+    pub fn home_as_default_root(mut self) -> Self {
+        self.layout = Layout::HomeAsDefaultRoot;
         self
     }
 

@@ -152,6 +152,19 @@ fn memory() -> Vec<Attack> {
     ]
 }
 
+/// Why a path inside the cache is refused (`{cache}` is the cache directory).
+const IN_CACHE: &str =
+    "it lies inside the compiled-code cache {cache}, which plugins may not read or change";
+
+/// Why a path inside the plugin directory is refused.
+const IN_PLUGINS: &str =
+    "it lies inside the plugin directory {plugins}, which plugins may not read or change";
+
+/// Why every file access fails when the default root is the home directory (`{root}`).
+const HOME_REFUSED: &str = "file access is off: no file root was given, and the default, the \
+     current directory {root}, is your home directory; grant a directory with --root DIR (or \
+     [files] root in the config)";
+
 fn files() -> Vec<Attack> {
     let outside_secret = "{outside}/secret.txt";
     vec![
@@ -338,6 +351,92 @@ fn files() -> Vec<Attack> {
         )
         .completes("odd_names_write", &path("line\nbreak"), "true | nil")
         .root_file("line\nbreak", Some("overwritten")),
+        attack(
+            Files,
+            "cache_entry",
+            "the compiled-code cache inside the root: replace an entry, plant one, read the key",
+        )
+        .cache_in_root(false)
+        .completes(
+            "cache_entry_write",
+            &path(".cache/toolcell/{entry}"),
+            &format!("nil | cannot write .cache/toolcell/{{entry}}: {IN_CACHE}"),
+        )
+        .completes(
+            "cache_entry_write",
+            &path("{root}/.cache/toolcell/planted.cwasm"),
+            &format!("nil | cannot write {{root}}/.cache/toolcell/planted.cwasm: {IN_CACHE}"),
+        )
+        .completes(
+            "cache_entry_read",
+            &path(".cache/toolcell/key"),
+            &format!("nil | cannot read .cache/toolcell/key: {IN_CACHE}"),
+        )
+        .completes("cache_entry_write", &path("notes.txt"), "true | nil"),
+        attack(
+            Files,
+            "root_symlink_cache",
+            "a root given as a symlink to a directory that holds the cache",
+        )
+        .cache_in_root(true)
+        .completes(
+            "symlinked_cache_write",
+            &path(".cache/toolcell/{entry}"),
+            &format!("nil | cannot write .cache/toolcell/{{entry}}: {IN_CACHE}"),
+        )
+        .completes(
+            "symlinked_cache_write",
+            &path(".cache/../.cache/toolcell/{entry}"),
+            &format!("nil | cannot write .cache/../.cache/toolcell/{{entry}}: {IN_CACHE}"),
+        ),
+        attack(
+            Files,
+            "plant_plugin",
+            "the plugin directory inside the root: plant a plugin, replace one, read one",
+        )
+        .plugins_in_root()
+        .completes(
+            "plant_write",
+            &path("plugins/planted.lua"),
+            &format!("nil | cannot write plugins/planted.lua: {IN_PLUGINS}"),
+        )
+        .completes(
+            "plant_write",
+            &path("plugins/plant_plugin.lua"),
+            &format!("nil | cannot write plugins/plant_plugin.lua: {IN_PLUGINS}"),
+        )
+        .completes(
+            "plant_write",
+            &path("plugins/aaa_canary.lua"),
+            &format!("nil | cannot write plugins/aaa_canary.lua: {IN_PLUGINS}"),
+        )
+        .completes(
+            "plant_read",
+            &path("plugins/aaa_canary.lua"),
+            &format!("nil | cannot read plugins/aaa_canary.lua: {IN_PLUGINS}"),
+        )
+        .tool_count(3),
+        attack(
+            Files,
+            "home_bashrc",
+            "no root given, run from the home directory: write .bashrc, read an SSH key",
+        )
+        .home_as_default_root()
+        .completes(
+            "bashrc_write",
+            &path(".bashrc"),
+            &format!("nil | cannot write .bashrc: {HOME_REFUSED}"),
+        )
+        .completes(
+            "bashrc_write",
+            &path("{root}/.bashrc"),
+            &format!("nil | cannot write {{root}}/.bashrc: {HOME_REFUSED}"),
+        )
+        .completes(
+            "bashrc_read",
+            &path(".ssh/authorized_keys"),
+            &format!("nil | cannot read .ssh/authorized_keys: {HOME_REFUSED}"),
+        ),
     ]
 }
 

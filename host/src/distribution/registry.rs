@@ -1,0 +1,271 @@
+//! Pushing and pulling one plugin artifact, through `oci-client` (the ORAS project's
+//! OCI distribution client).
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, RegistryOperation};
+use reqwest::header::HeaderValue;
+
+use super::layout::{self, MANIFEST_MEDIA_TYPE};
+use super::reference::ArtifactRef;
+use super::{DistributionError, credentials};
+use crate::artifact::Artifact;
+use crate::cache::sha256_hex;
+use crate::manifest::Manifest;
+
+/// The largest artifact pulled, by default: the JavaScript and Python runtimes make
+/// plugins of 12-18 MB.
+pub const DEFAULT_MAX_ARTIFACT_BYTES: u64 = 128 << 20;
+
+/// How long connecting to a registry may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a registry may stay silent while a request runs.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How toolcell talks to registries.
+#[derive(Debug, Clone)]
+pub struct RegistryOptions {
+    /// Use plain HTTP for every registry (`--plain-http`); without it, only a registry
+    /// on this machine is spoken to over plain HTTP.
+    pub plain_http: bool,
+    /// The largest artifact pulled.
+    pub max_artifact_bytes: u64,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        RegistryOptions {
+            plain_http: false,
+            max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
+        }
+    }
+}
+
+/// What a push stored.
+#[derive(Debug, Clone)]
+pub struct Pushed {
+    /// The reference pinned to the manifest's digest.
+    pub reference: ArtifactRef,
+    /// The manifest's digest (`sha256:...`).
+    pub digest: String,
+    /// The component layer's digest: the plugin file's SHA-256.
+    pub layer_digest: String,
+}
+
+/// What a pull fetched: the plugin file's bytes, unchecked by toolcell's admission yet
+/// (but matching the digests the registry gave).
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    /// The reference pinned to the manifest's digest.
+    pub reference: ArtifactRef,
+    /// The manifest's digest (`sha256:...`).
+    pub digest: String,
+    /// The plugin file.
+    pub bytes: Vec<u8>,
+}
+
+/// A client for the registry of one reference.
+struct Session {
+    client: Client,
+    reference: ArtifactRef,
+}
+
+impl Session {
+    /// Connects to `reference`'s registry with the user's credentials for it.
+    async fn open(
+        reference: &ArtifactRef,
+        options: &RegistryOptions,
+        operation: RegistryOperation,
+    ) -> Result<Session, DistributionError> {
+        let protocol = if options.plain_http {
+            ClientProtocol::Http
+        } else if reference.is_loopback() {
+            ClientProtocol::HttpsExcept(vec![reference.registry().to_string()])
+        } else {
+            ClientProtocol::Https
+        };
+        let config = ClientConfig {
+            protocol,
+            connect_timeout: Some(CONNECT_TIMEOUT),
+            read_timeout: Some(READ_TIMEOUT),
+            // A plugin artifact is one manifest, never an index to choose from.
+            platform_resolver: None,
+            user_agent: concat!("toolcell/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        let client = Client::try_from(config).map_err(|error| DistributionError::Registry {
+            reference: reference.to_string(),
+            why: describe(&error),
+        })?;
+        let (auth, source) = credentials::for_registry(reference.registry())?;
+        tracing::info!(
+            "registry {}: {}",
+            reference.registry(),
+            match auth {
+                RegistryAuth::Anonymous => "anonymous".to_string(),
+                _ => format!("credentials from {source}"),
+            }
+        );
+        let session = Session {
+            client,
+            reference: reference.clone(),
+        };
+        session
+            .client
+            .auth(reference.oci_client_reference(), &auth, operation)
+            .await
+            .map_err(|error| session.error(&error))?;
+        Ok(session)
+    }
+
+    fn error(&self, error: &oci_client::errors::OciDistributionError) -> DistributionError {
+        DistributionError::Registry {
+            reference: self.reference.to_string(),
+            why: describe(error),
+        }
+    }
+}
+
+/// Pushes the plugin file `bytes` to `reference` in the Wasm artifact layout.
+pub async fn push(
+    reference: &ArtifactRef,
+    bytes: &[u8],
+    options: &RegistryOptions,
+) -> Result<Pushed, DistributionError> {
+    if reference.digest().is_some() {
+        return Err(DistributionError::Reference {
+            reference: reference.to_string(),
+            why: "a push names a tag, not a digest (the registry computes the digest)".to_string(),
+        });
+    }
+    if !bytes.starts_with(b"\0asm") {
+        return Err(DistributionError::NotAPlugin(
+            "it is not a .wasm file (a Lua plugin is packed first: `toolcell pack FILE.lua`)"
+                .to_string(),
+        ));
+    }
+    let artifact =
+        Artifact::parse(bytes).map_err(|error| DistributionError::NotAPlugin(error.to_string()))?;
+    let manifest_bytes = artifact
+        .manifest()
+        .map_err(|error| DistributionError::NotAPlugin(error.to_string()))?
+        .ok_or_else(|| {
+            DistributionError::NotAPlugin(
+                "it carries no manifest; pack it first (`toolcell pack`)".to_string(),
+            )
+        })?;
+    let plugin = Manifest::parse_bytes(manifest_bytes)
+        .map_err(|error| DistributionError::NotAPlugin(format!("its manifest: {error}")))?;
+    let image = layout::image(bytes, &artifact, &plugin)?;
+    let session = Session::open(reference, options, RegistryOperation::Push).await?;
+    let target = reference.oci_client_reference();
+    let config_digest = format!("sha256:{}", sha256_hex(&image.config));
+    session
+        .client
+        .push_blob(target, bytes.to_vec(), &image.layer_digest)
+        .await
+        .map_err(|error| session.error(&error))?;
+    session
+        .client
+        .push_blob(target, image.config.clone(), &config_digest)
+        .await
+        .map_err(|error| session.error(&error))?;
+    let digest = format!("sha256:{}", sha256_hex(&image.manifest));
+    session
+        .client
+        .push_manifest_raw(
+            target,
+            image.manifest,
+            HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
+        )
+        .await
+        .map_err(|error| session.error(&error))?;
+    Ok(Pushed {
+        reference: reference.pinned(&digest),
+        digest,
+        layer_digest: image.layer_digest,
+    })
+}
+
+/// Pulls the plugin file at `reference`: the manifest (checked against the
+/// reference's digest when it has one), then its one component layer, at most
+/// `options.max_artifact_bytes` of it, checked against the layer's digest.
+pub async fn pull(
+    reference: &ArtifactRef,
+    options: &RegistryOptions,
+) -> Result<Pulled, DistributionError> {
+    let session = Session::open(reference, options, RegistryOperation::Pull).await?;
+    let target = reference.oci_client_reference();
+    let (manifest, digest) = session
+        .client
+        .pull_image_manifest(target, &RegistryAuth::Anonymous)
+        .await
+        .map_err(|error| session.error(&error))?;
+    let not_a_plugin = |error: DistributionError| DistributionError::Registry {
+        reference: reference.to_string(),
+        why: error.to_string(),
+    };
+    let layer = layout::component_layer(&manifest).map_err(not_a_plugin)?;
+    let limit = options.max_artifact_bytes;
+    let too_large = |size: u64| DistributionError::TooLarge {
+        reference: reference.to_string(),
+        size,
+        limit,
+    };
+    let announced = u64::try_from(layer.size).unwrap_or(u64::MAX);
+    if announced > limit {
+        return Err(too_large(announced));
+    }
+    let mut stream = session
+        .client
+        .pull_blob_stream(target, &layer)
+        .await
+        .map_err(|error| session.error(&error))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|error| DistributionError::Registry {
+            reference: reference.to_string(),
+            why: format!("downloading the component failed: {}", describe(&error)),
+        })?;
+        if (bytes.len() + chunk.len()) as u64 > limit {
+            return Err(too_large((bytes.len() + chunk.len()) as u64));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    // The client checks too; this check does not depend on how it does.
+    let actual = format!("sha256:{}", sha256_hex(&bytes));
+    if actual != layer.digest {
+        return Err(DistributionError::Registry {
+            reference: reference.to_string(),
+            why: format!(
+                "the component's digest is {actual}, but the manifest says {}",
+                layer.digest
+            ),
+        });
+    }
+    Ok(Pulled {
+        reference: reference.pinned(&digest),
+        digest,
+        bytes,
+    })
+}
+
+/// An error and its causes, on one line ("error sending request ...: connection
+/// refused").
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
