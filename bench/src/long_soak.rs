@@ -70,15 +70,7 @@ struct Sample {
 }
 
 /// Runs the long soak and prints its reports.
-pub fn run(options: Options) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting tokio")?;
-    runtime.block_on(soak(options))
-}
-
-async fn soak(options: Options) -> anyhow::Result<()> {
+pub async fn run(options: Options) -> anyhow::Result<()> {
     let plugins = tempfile::TempDir::new().context("plugin directory")?;
     std::fs::write(plugins.path().join("hello.lua"), PLUGIN).context("writing the plugin")?;
     let runtime = Runtime::builder()

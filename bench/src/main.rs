@@ -111,8 +111,8 @@ impl EngineFlags {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Soak(options) => soak::run(options),
-        Command::LongSoak(options) => long_soak::run(options),
+        Command::Soak(options) => multi_thread()?.block_on(soak::run(options)),
+        Command::LongSoak(options) => multi_thread()?.block_on(long_soak::run(options)),
         Command::Compare {
             runs,
             calls,
@@ -133,6 +133,13 @@ fn main() -> anyhow::Result<()> {
             block_on(probe::run(&kind))
         }
     }
+}
+
+/// A multi-threaded tokio runtime, as the CLI runs on.
+fn multi_thread() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 /// Runs a measurement on a multi-threaded tokio runtime, as the CLI does (or on a

@@ -415,24 +415,15 @@ impl HttpServer {
         for (name, source) in plugins {
             std::fs::write(plugin_dir.path().join(name), source).expect("write plugin");
         }
-        let mut command = Command::new(TOOLCELL);
-        command
-            .args(["serve", "--plugins"])
-            .arg(plugin_dir.path())
-            .args(args)
-            .env("TOOLCELL_CACHE_DIR", cache_dir())
-            .env_remove("RUST_LOG")
-            .env_remove("TOOLCELL_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        let mut command = serve_command(plugin_dir.path(), args, env);
         if !args.contains(&"--http") {
             command.args(["--http", "127.0.0.1:0"]);
         }
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command.spawn().expect("start toolcell serve");
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolcell serve");
         let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
         let (sender, lines) = mpsc::channel();
         thread::spawn(move || {
@@ -729,21 +720,30 @@ async fn http_with_a_token_refuses_requests_without_it() {
     }
 }
 
-/// Runs `toolcell serve` with `args` (and `env`) that must be refused; returns stderr.
-fn refused_serve(args: &[&str], env: &[(&str, &str)]) -> String {
-    let plugins = TempDir::new().expect("temp dir");
+/// `toolcell serve --plugins DIR ARGS` with no stdin, the test cache, and `env` over an
+/// environment without a log filter or token.
+fn serve_command(plugins: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(TOOLCELL);
     command
         .args(["serve", "--plugins"])
-        .arg(plugins.path())
+        .arg(plugins)
         .args(args)
         .env("TOOLCELL_CACHE_DIR", cache_dir())
+        .env_remove("RUST_LOG")
         .env_remove("TOOLCELL_TOKEN")
         .stdin(Stdio::null());
     for (name, value) in env {
         command.env(name, value);
     }
-    let output = command.output().expect("run toolcell serve");
+    command
+}
+
+/// Runs `toolcell serve` with `args` (and `env`) that must be refused; returns stderr.
+fn refused_serve(args: &[&str], env: &[(&str, &str)]) -> String {
+    let plugins = TempDir::new().expect("temp dir");
+    let output = serve_command(plugins.path(), args, env)
+        .output()
+        .expect("run toolcell serve");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(output.stdout.is_empty());

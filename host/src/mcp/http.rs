@@ -214,9 +214,7 @@ impl HttpServer {
             _ => not_found(),
         }
     }
-}
 
-impl HttpServer {
     async fn serve_mcp(&self, mcp: &Mcp, request: Request<Incoming>) -> Response<Body> {
         if let Some(token) = &self.options.token
             && !authorized(&request, token)

@@ -28,6 +28,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::LogListener;
+use crate::limits::prefix_within;
 
 /// Lines a session may be sent per second, on average.
 pub const RATE: f64 = 100.0;
@@ -209,13 +210,9 @@ fn cut(text: &str) -> String {
     if text.len() <= MESSAGE_BYTES {
         return text.to_string();
     }
-    let mut end = MESSAGE_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
     format!(
         "{}… [cut: the line was {} bytes; at most 16 KiB is sent]",
-        &text[..end],
+        prefix_within(text, MESSAGE_BYTES),
         text.len()
     )
 }
