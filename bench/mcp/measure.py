@@ -79,11 +79,11 @@ def summary(samples_ns: list[int]) -> tuple[float, float, float]:
 
 
 async def call_latency(toolcell: str, env: dict[str, str], calls: int, mode: str) -> dict[str, list[int]]:
-    with tempfile.TemporaryDirectory() as plugins:
+    with tempfile.TemporaryDirectory() as plugins, tempfile.TemporaryDirectory() as root:
         Path(plugins, "trivial.lua").write_text(TRIVIAL)
         server = StdioServerParameters(
             command=toolcell,
-            args=["serve", "--plugins", plugins, "--root", plugins, "--bench-floor-tool"],
+            args=["serve", "--plugins", plugins, "--root", root, "--bench-floor-tool"],
             env=env,
         )
         requests = [("toolcell-floor", {}), ("trivial", {}), ("checked", {"name": "x"})]
@@ -230,9 +230,9 @@ def plain_calls(client: PlainHttp | PlainStdio, calls: int) -> dict[str, list[in
 
 def http_against_stdio(toolcell: str, env: dict[str, str], calls: int) -> dict[str, dict[str, list[int]]]:
     results: dict[str, dict[str, list[int]]] = {}
-    with tempfile.TemporaryDirectory() as plugins:
+    with tempfile.TemporaryDirectory() as plugins, tempfile.TemporaryDirectory() as root:
         Path(plugins, "trivial.lua").write_text(TRIVIAL)
-        args = [toolcell, "serve", "--plugins", plugins, "--root", plugins, "--bench-floor-tool"]
+        args = [toolcell, "serve", "--plugins", plugins, "--root", root, "--bench-floor-tool"]
         process = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.DEVNULL)
         results["stdio"] = plain_calls(PlainStdio(process), calls)

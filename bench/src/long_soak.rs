@@ -72,10 +72,11 @@ struct Sample {
 /// Runs the long soak and prints its reports.
 pub async fn run(options: Options) -> anyhow::Result<()> {
     let plugins = tempfile::TempDir::new().context("plugin directory")?;
+    let root = tempfile::TempDir::new().context("file root")?;
     std::fs::write(plugins.path().join("hello.lua"), PLUGIN).context("writing the plugin")?;
     let runtime = Runtime::builder()
         .plugin_dir(plugins.path())
-        .root(plugins.path())
+        .root(root.path())
         .limits(Limits::default().with_memory(options.memory_mib * MIB))
         .debug_log(None)
         .build()

@@ -59,6 +59,10 @@ pub const SESSION_IDLE: Duration = SessionConfig::DEFAULT_KEEP_ALIVE;
 /// How many sessions may live at once unless the user says otherwise.
 pub const DEFAULT_MAX_SESSIONS: u32 = 256;
 
+/// How long a POST's response waits for its body before its head is sent (see
+/// [`joined`]).
+const JOIN_WAIT: Duration = Duration::from_millis(5);
+
 /// How long open connections get to finish once the sessions are closed.
 const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
@@ -242,9 +246,9 @@ impl HttpServer {
         } else {
             mcp.service.handle(request).await
         };
-        response.map(|body| {
+        joined(response).await.map(|body| {
             Tracked {
-                body: coalesced(body),
+                body,
                 _in_flight: in_flight,
             }
             .boxed()
@@ -340,10 +344,41 @@ fn refusal(status: StatusCode, rejection: &Rejection) -> Response<Body> {
 fn coalesced(body: Body) -> Body {
     Coalesced {
         inner: body,
+        ready: None,
         held: None,
         ended: false,
     }
     .boxed()
+}
+
+/// `response` with as much of its body as comes within [`JOIN_WAIT`]: a response that
+/// ends by then (a call that ends at once) is sent whole, head and body in one write,
+/// with its length; the rest of a longer one follows as it is ready.
+async fn joined(response: Response<Body>) -> Response<Body> {
+    let (parts, mut body) = response.into_parts();
+    let mut ready = BytesMut::new();
+    let wait = tokio::time::sleep(JOIN_WAIT);
+    let mut wait = std::pin::pin!(wait);
+    let held = loop {
+        tokio::select! {
+            biased;
+            frame = body.frame() => match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => ready.extend_from_slice(&data),
+                    Err(frame) => break Some(frame),
+                },
+                None => return Response::from_parts(parts, Full::new(ready.freeze()).boxed()),
+            },
+            () = &mut wait => break None,
+        }
+    };
+    let rest = Coalesced {
+        inner: body,
+        ready: (!ready.is_empty()).then_some(ready),
+        held,
+        ended: false,
+    };
+    Response::from_parts(parts, rest.boxed())
 }
 
 /// A response body whose frames are joined while they are ready: an SSE response is
@@ -351,6 +386,8 @@ fn coalesced(body: Body) -> Body {
 /// not one write per event.
 struct Coalesced {
     inner: Body,
+    /// Data read already, to go out first (with what is ready after it).
+    ready: Option<BytesMut>,
     /// A frame that is not data (trailers), held back until the data before it went.
     held: Option<Frame<Bytes>>,
     /// Whether `inner` has ended (it is not polled again).
@@ -365,13 +402,15 @@ impl hyper::body::Body for Coalesced {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if let Some(frame) = self.held.take() {
+        let mut joined = self.ready.take();
+        if joined.is_none()
+            && let Some(frame) = self.held.take()
+        {
             return Poll::Ready(Some(Ok(frame)));
         }
-        if self.ended {
-            return Poll::Ready(None);
+        if self.ended || self.held.is_some() {
+            return Poll::Ready(joined.map(|data| Ok(Frame::data(data.freeze()))));
         }
-        let mut joined: Option<BytesMut> = None;
         loop {
             let frame = Pin::new(&mut self.inner).poll_frame(cx);
             self.ended |= matches!(frame, Poll::Ready(None));
@@ -398,7 +437,7 @@ impl hyper::body::Body for Coalesced {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.held.is_none() && (self.ended || self.inner.is_end_stream())
+        self.ready.is_none() && self.held.is_none() && (self.ended || self.inner.is_end_stream())
     }
 
     fn size_hint(&self) -> SizeHint {
