@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use toolcell::limits::{Limits, MIB};
-use toolcell::{Call, CallOutcome, MemoryUse, Runtime};
+use toolcell::{Call, MemoryUse, Runtime};
 
 use crate::measure;
 
@@ -123,10 +123,11 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
 
 /// Waits for a call; any failure ends the soak.
 async fn finish(call: Option<(u64, Call)>) -> anyhow::Result<()> {
-    if let Some((number, call)) = call
-        && let CallOutcome::Failed(message) = call.await
-    {
-        bail!("call {number} failed: {message}");
+    if let Some((number, call)) = call {
+        let outcome = call.await;
+        if !outcome.is_completed() {
+            bail!("call {number} failed: {}", outcome.to_model_text());
+        }
     }
     Ok(())
 }

@@ -21,18 +21,31 @@
 // the outcome. The host never blocks on the plugin, and the plugin never sees an
 // operation id.
 
-import * as host from 'toolcell:plugin/host@0.1.1';
+import * as host from 'toolcell:plugin/host@0.2.0';
 
 let pluginName = '';
 let debugLog = false;
 
-/** Describes one tool. `run` is a generator function (args, ctx). */
+const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor;
+const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+
+/** Describes one tool. `run` is a generator function (args, ctx). A tool that breaks a
+ * rule is refused here, when the module registers it, which is when the plugin is built
+ * (componentize-js runs the module's top level then): the build stops with the reason. */
 export function tool(spec) {
   if (typeof spec.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(spec.name)) {
     throw new Error(`tool name ${JSON.stringify(spec.name)} must be 1 to 64 letters, digits, '_' or '-'`);
   }
   if (typeof spec.run !== 'function') {
     throw new Error(`tool '${spec.name}' has no run function`);
+  }
+  if (!(spec.run instanceof GeneratorFunction)) {
+    const what = spec.run instanceof AsyncFunction ? 'an async function' : 'a plain function';
+    throw new Error(
+      `tool '${spec.name}': run is ${what}; it must be a generator function ` +
+        '(*run(args, ctx) { ... } or function* (args, ctx) { ... }) that yields operations ' +
+        'instead of awaiting them: promise continuations would run after the step returns',
+    );
   }
   return spec;
 }
@@ -217,7 +230,7 @@ class Call {
     }
     if (this.result !== undefined) return this.result;
     if (this.ready.length === 0 && this.waitingOn.size === 0) {
-      return { tag: 'failed', val: 'the handler waits for something that can never happen (no host operation is pending)' };
+      return { tag: 'broke-rule', val: 'the handler waits for something that can never happen (no host operation is pending)' };
     }
     return { tag: 'pending' };
   }

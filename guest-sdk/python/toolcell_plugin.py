@@ -20,6 +20,7 @@ coroutine until the host delivers the outcome, inside one of the host's steps. T
 never blocks on the plugin, and the plugin never sees an operation id.
 """
 
+import inspect
 import json
 import re
 
@@ -213,7 +214,7 @@ class _Call:
         if self.result is not None:
             return self.result
         if not self.ready and not self.waiting_on:
-            return types.CallState_Failed(
+            return types.CallState_BrokeRule(
                 "the handler waits for something that can never happen "
                 "(no host operation is pending)"
             )
@@ -274,6 +275,15 @@ class Plugin:
             raise ValueError(f"tool {name!r} is registered twice")
 
         def register(handler):
+            # Refused here, when the module registers the tool, which is when the plugin
+            # is built (componentize-py imports the app then): the build stops with this.
+            if not inspect.iscoroutinefunction(handler):
+                kind = "a generator" if inspect.isgeneratorfunction(handler) else "a plain function"
+                raise TypeError(
+                    f"tool '{name}': the handler {getattr(handler, '__name__', handler)!s} is "
+                    f"{kind}; it must be an `async def` function, which the binding layer "
+                    "steps through its awaits"
+                )
             self.tools[name] = (
                 types.ToolSpec(
                     name=name,

@@ -33,6 +33,13 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+/// The log target of the notice a compilation gives.
+pub const NOTICE_TARGET: &str = "toolcell::compile";
+
+/// How many bytes of wasm Cranelift compiles per second on a 2-core machine, for the
+/// notice's estimate.
+const COMPILED_BYTES_PER_SECOND: f64 = 800_000.0;
+
 /// The name of the MAC key's file inside the cache directory.
 const KEY_FILE: &str = "key";
 
@@ -108,19 +115,36 @@ impl CodeCache {
     }
 
     /// The compiled component for `wasm`, from the cache when possible. `digest` is the
-    /// artifact's SHA-256 in hex when the caller already knows it.
+    /// artifact's SHA-256 in hex when the caller already knows it; `what` names it in the
+    /// notice a compilation gives ("plugin x.wasm").
     pub fn component(
         &self,
         engine: &Engine,
         wasm: &[u8],
         digest: Option<&str>,
+        what: &str,
     ) -> wasmtime::Result<Component> {
         let key = || {
             digest
                 .map(str::to_string)
                 .unwrap_or_else(|| sha256_hex(wasm))
         };
-        self.get_or_compile(engine, key, || Component::new(engine, wasm))
+        self.get_or_compile(engine, key, || {
+            self.announce(what, wasm.len());
+            Component::new(engine, wasm)
+        })
+    }
+
+    /// Tells the user that `what` (`bytes` of wasm) is being compiled for the cache and
+    /// about how long it takes, so that the first run's wait is not a silent one. Logged
+    /// at info level under [`NOTICE_TARGET`], which the command line shows by default.
+    /// Without a cache every run compiles, as whoever turned it off knows (or was warned).
+    pub fn announce(&self, what: &str, bytes: usize) {
+        if !self.is_usable() {
+            return;
+        }
+        let seconds = (bytes as f64 / COMPILED_BYTES_PER_SECOND).round().max(1.0);
+        tracing::info!(target: NOTICE_TARGET, "compiling {what} (first run, about {seconds} s)");
     }
 
     /// The compiled component cached under `key` (which must name the code exactly, as

@@ -27,10 +27,12 @@ pub mod limits;
 mod log_listener;
 pub mod manifest;
 pub mod mcp;
+mod outcome;
 pub mod pack;
 pub mod reload;
 mod runtime;
 mod sandbox;
+pub mod scaffold;
 pub mod schema;
 pub mod signature;
 mod snapshot;
@@ -40,8 +42,9 @@ mod validation;
 pub mod wit_version;
 
 pub use log_listener::LogListener;
+pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{
     BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, PluginInfo,
     PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Severity, ToolInfo,
 };
-pub use sandbox::{CallOutcome, MemoryUse};
+pub use sandbox::MemoryUse;

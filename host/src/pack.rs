@@ -12,8 +12,11 @@
 
 use std::path::Path;
 
+use crate::Diagnostic;
 use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
+use crate::cache::CodeCache;
 use crate::guest::LUA_GUEST_WASM;
+use crate::inspect;
 use crate::manifest::{self, MANIFEST_SECTION, Manifest};
 use crate::wit_version;
 
@@ -53,8 +56,8 @@ pub fn with_manifest(component: &[u8], manifest: &Manifest) -> Result<Packed, Pa
     let version = artifact
         .wit_version()
         .map_err(|error| PackError(error.to_string()))?;
-    wit_version::check_compatible(&version, &wit_version::host_version())
-        .map_err(|message| PackError(format!("the component cannot be loaded: {message}")))?;
+    wit_version::check(&version)
+        .map_err(|error| PackError(format!("the component cannot be loaded: {error}")))?;
     let text = manifest.to_toml();
     Ok(Packed {
         bytes: artifact.rewrite(
@@ -145,6 +148,26 @@ pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, P
             with_manifest(&bytes, &manifest)
         }
     }
+}
+
+/// Loads the packed plugin `bytes` once, as `toolcell check` would load it from a file
+/// named `file_name`, and returns what loading reported: the script compiled and ran its
+/// load-time code, and every tool's name and schema were checked. As for `inspect`, the
+/// load gets no files to touch.
+pub async fn check(
+    bytes: &[u8],
+    file_name: &str,
+    cache: CodeCache,
+) -> Result<Vec<Diagnostic>, PackError> {
+    let dir = tempfile::tempdir()
+        .map_err(|error| PackError(format!("cannot make a directory to check in: {error}")))?;
+    let path = dir.path().join(file_name);
+    std::fs::write(&path, bytes)
+        .map_err(|error| PackError(format!("cannot write {}: {error}", path.display())))?;
+    let (_, diagnostics) = inspect::load_without_files(&path, cache)
+        .await
+        .map_err(|error| PackError(error.to_string()))?;
+    Ok(diagnostics)
 }
 
 #[cfg(test)]

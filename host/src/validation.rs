@@ -11,6 +11,47 @@ use serde_json::Value;
 /// The most problems one error message lists; the rest are counted.
 pub const MAX_LISTED: usize = 10;
 
+/// Problems, shown on one line joined with "; ": at most [`MAX_LISTED`] of them, then
+/// how many more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problems {
+    listed: Vec<String>,
+    unlisted: usize,
+}
+
+impl Problems {
+    fn new(mut all: Vec<String>) -> Self {
+        let unlisted = all.len().saturating_sub(MAX_LISTED);
+        all.truncate(MAX_LISTED);
+        Problems {
+            listed: all,
+            unlisted,
+        }
+    }
+}
+
+impl std::fmt::Display for Problems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.listed.join("; "))?;
+        if self.unlisted > 0 {
+            write!(f, "; and {} more problems", self.unlisted)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a schema cannot check arguments: each place where it breaks its draft's
+/// meta-schema, or what compiling it stopped at, saying where in the schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableSchema(pub Problems);
+
+/// What is wrong with a call's arguments: each problem with the JSON pointer of the
+/// offending value, in the order of the pointers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgumentProblems(pub Problems);
+
 /// A compiled `params_schema`.
 pub struct ArgumentValidator {
     validator: jsonschema::Validator,
@@ -26,29 +67,29 @@ impl ArgumentValidator {
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+    pub fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         if !schema.is_object() {
-            return Err(format!(
+            return Err(UnusableSchema(Problems::new(vec![format!(
                 "a params_schema must be a JSON object, not {}",
                 describe(schema)
-            ));
+            )])));
         }
         jsonschema::options()
             .should_validate_formats(false)
             .build(schema)
             .map(|validator| ArgumentValidator { validator })
             .map_err(|error| {
-                let at = error.instance_path().as_str();
-                if at.is_empty() {
-                    one_line(&error.to_string())
-                } else {
-                    one_line(&format!("at `{at}` in the schema: {error}"))
+                let first = schema_problem(&error);
+                let mut problems = meta_problems(schema);
+                if !problems.contains(&first) {
+                    problems.push(first);
                 }
+                UnusableSchema(Problems::new(problems))
             })
     }
 
-    /// Checks `args`; the error lists each problem, joined with "; ".
-    pub fn check(&self, args: &Value) -> Result<(), String> {
+    /// Checks `args`; the error lists each problem.
+    pub fn check(&self, args: &Value) -> Result<(), ArgumentProblems> {
         let mut problems: Vec<(String, String)> = self
             .validator
             .iter_errors(args)
@@ -63,16 +104,37 @@ impl ArgumentValidator {
         }
         problems.sort();
         problems.dedup();
-        let total = problems.len();
-        let mut listed: Vec<String> = problems
-            .into_iter()
-            .take(MAX_LISTED)
-            .map(|(_, problem)| problem)
-            .collect();
-        if total > MAX_LISTED {
-            listed.push(format!("and {} more problems", total - MAX_LISTED));
-        }
-        Err(listed.join("; "))
+        Err(ArgumentProblems(Problems::new(
+            problems.into_iter().map(|(_, problem)| problem).collect(),
+        )))
+    }
+}
+
+/// Every place where `schema` breaks its draft's meta-schema, so an author fixes them
+/// all at once (compiling stops at the first). Nothing for a schema naming a
+/// meta-schema this build does not know: compiling already said so.
+fn meta_problems(schema: &Value) -> Vec<String> {
+    if jsonschema::Draft::default().detect(schema) == jsonschema::Draft::Unknown {
+        return Vec::new();
+    }
+    let Ok(meta) = jsonschema::meta::validator_for(schema) else {
+        return Vec::new();
+    };
+    let mut problems: Vec<String> = meta
+        .iter_errors(schema)
+        .map(|e| schema_problem(&e))
+        .collect();
+    problems.dedup();
+    problems
+}
+
+/// One problem of a schema, saying where in it.
+fn schema_problem(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = error.instance_path().as_str();
+    if at.is_empty() {
+        one_line(&error.to_string())
+    } else {
+        one_line(&format!("at `{at}` in the schema: {error}"))
     }
 }
 
@@ -127,7 +189,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "name": 1234567 }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, r#"value at `/name` is not of type "string""#);
     }
 
@@ -144,7 +207,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "count": 0, "tags": ["a", 2], "extra": true }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(!error.contains('\n'), "{error}");
         for part in [
             r#""name" is a required property"#,
@@ -165,7 +229,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "address": {} }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, r#""city" is a required property (at `/address`)"#);
     }
 
@@ -175,7 +240,8 @@ mod tests {
             json!({ "type": "object", "properties": { "xs": { "items": { "type": "string" } } } });
         let error = validator(schema)
             .check(&json!({ "xs": (0..25).collect::<Vec<_>>() }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error.split("; ").count(), MAX_LISTED + 1, "{error}");
         assert!(error.ends_with("and 15 more problems"), "{error}");
     }
@@ -184,9 +250,30 @@ mod tests {
     fn a_schema_problem_says_where_in_the_schema() {
         let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
         assert_eq!(
-            ArgumentValidator::compile(&schema).unwrap_err(),
+            ArgumentValidator::compile(&schema).unwrap_err().to_string(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
+    }
+
+    #[test]
+    fn every_problem_of_a_schema_is_listed() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "n": { "minimum": "one" },
+                "s": { "type": "text" },
+                "t": { "maxLength": -1 }
+            }
+        });
+        let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
+        for part in [
+            r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#,
+            "at `/properties/s/type` in the schema:",
+            "at `/properties/t/maxLength` in the schema:",
+        ] {
+            assert!(error.contains(part), "expected {part:?} in {error:?}");
+        }
+        assert_eq!(error.split("; ").count(), 3, "{error}");
     }
 
     #[test]
@@ -203,7 +290,7 @@ mod tests {
             json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
             json!({ "$ref": "https://example.com/schema.json" }),
         ] {
-            let error = ArgumentValidator::compile(&schema).unwrap_err();
+            let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
             assert!(
                 !error.is_empty() && !error.contains('\n'),
                 "{schema}: {error}"

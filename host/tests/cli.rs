@@ -79,6 +79,27 @@ fn neutral_dir() -> PathBuf {
 /// A `toolcell` command with a clean, predictable environment: the shared code cache,
 /// no debug log, no log filter, no proxies, and a neutral working directory.
 fn toolcell() -> Command {
+    warm_cache();
+    bare_toolcell()
+}
+
+/// Compiles the Lua runtime into the shared cache once per test run, so that no test's
+/// stderr depends on whether it was the first to need it (a first compilation says so
+/// on stderr, see `a_first_compilation_says_so_on_stderr`).
+fn warm_cache() {
+    static WARM: std::sync::Once = std::sync::Once::new();
+    WARM.call_once(|| {
+        let plugins = plugin_dir(&[("warm.lua", "")]);
+        let _ = bare_toolcell()
+            .arg("list")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .output();
+    });
+}
+
+/// [`toolcell`] without warming the cache first.
+fn bare_toolcell() -> Command {
     let mut command = Command::new(TOOLCELL);
     command
         .env("TOOLCELL_CACHE_DIR", cache_dir())
@@ -764,7 +785,10 @@ clm.tool_register("even", { invoke = function(_, ctx) ctx:complete("even") end }
         Some(2),
         "the rejected tool is not registered{output}"
     );
-    output.assert_stderr_line(&["error: unknown tool 'odd'"]);
+    output.assert_stderr_line(&[
+        "error: tool 'odd' is unavailable: tool 'odd' of plugin odd.lua has an invalid schema \
+         and is not registered: at `/properties/n/minimum` in the schema",
+    ]);
 }
 
 #[test]
@@ -870,6 +894,45 @@ error("broken at load time")
             .arg(plugins.path()),
     );
     assert_eq!(function_names(&functions), ["healthy"]);
+
+    // Calling one of its tools says why it cannot be called, as a usage error (after the
+    // load failure's own line).
+    let output = call(plugins.path(), "never_registered", None);
+    assert_eq!(
+        (output.code, output.stdout.as_str()),
+        (Some(2), ""),
+        "{output}"
+    );
+    assert_eq!(
+        output.stderr.lines().last(),
+        Some(
+            "error: tool 'never_registered' is unavailable: plugin load_error.lua failed to load: \
+             load_error.lua:3: broken at load time"
+        ),
+        "{output}"
+    );
+    // The same for the plugin packed into a .wasm, whose script names the tool.
+    let packed = temp_dir();
+    let output = run(toolcell()
+        .arg("pack")
+        .arg(plugins.path().join("load_error.lua"))
+        .arg("--no-check")
+        .arg("-o")
+        .arg(packed.path().join("load_error.wasm")));
+    assert_eq!(output.code, Some(0), "{output}");
+    let output = call(packed.path(), "never_registered", None);
+    assert_eq!(output.code, Some(2), "{output}");
+    output.assert_stderr_line(&[
+        "error: tool 'never_registered' is unavailable: plugin load_error.wasm failed to load:",
+    ]);
+    // A name no plugin offers stays unknown.
+    let output = call(plugins.path(), "never_offered", None);
+    assert_eq!(output.code, Some(2), "{output}");
+    assert_eq!(
+        output.stderr.lines().last(),
+        Some("error: unknown tool 'never_offered'"),
+        "{output}"
+    );
 }
 
 #[test]
@@ -2168,6 +2231,78 @@ fn a_packed_lua_plugin_is_one_file_that_calls_like_the_script() {
 }
 
 #[test]
+fn pack_loads_the_plugin_first_and_writes_nothing_when_it_fails() {
+    let dir = temp_dir();
+    let cases = [
+        (
+            "broken",
+            "clm.tool_register(\"t\", { invoke = function(_, ctx) ctx:complete(\"x\") end })\nerror(\"not yet\")\n",
+            "error[load_failed] plugin broken.wasm failed to load: broken.lua:2: not yet",
+        ),
+        (
+            "schema",
+            r#"clm.tool_register("s", { params_schema = { type = "object", properties = { n = { minimum = "one" }, m = { type = "text" } } }, invoke = function(_, ctx) ctx:complete("x") end })"#,
+            "error[tool_rejected] tool 's' of plugin schema.wasm has an invalid schema and is \
+             not registered: at `/properties/m/type` in the schema: ",
+        ),
+    ];
+    for (name, script, expected) in cases {
+        let source = dir.path().join(format!("{name}.lua"));
+        write(&source, script);
+        let output = toolcell_run(&["pack", path_str(&source)]);
+        assert_eq!(output.code, Some(1), "{output}");
+        assert_eq!(output.stdout, "", "{output}");
+        let wasm = dir.path().join(format!("{name}.wasm"));
+        assert_eq!(
+            output.stderr.lines().collect::<Vec<_>>(),
+            [
+                output.stderr.lines().next().unwrap_or_default(),
+                &format!(
+                    "error: {} was not written: loading the plugin reported 1 error (see above)",
+                    wasm.display()
+                )
+            ],
+            "{output}"
+        );
+        assert!(output.stderr.starts_with(expected), "{output}");
+        assert!(!wasm.exists(), "nothing is written{output}");
+        // --no-check writes it anyway, for a plugin that only loads where it will run.
+        let output = toolcell_run(&["pack", "--no-check", path_str(&source)]);
+        assert_eq!(output.code, Some(0), "{output}");
+        assert!(wasm.is_file(), "{output}");
+    }
+    // Both schema problems are listed, not only the first.
+    let output = toolcell_run(&["pack", path_str(&dir.path().join("schema.lua"))]);
+    output.assert_stderr_line(&[
+        "at `/properties/m/type` in the schema",
+        "; at `/properties/n/minimum` in the schema: \"one\" is not of type \"number\"",
+    ]);
+}
+
+#[test]
+fn a_first_compilation_says_so_on_stderr() {
+    let cache = temp_dir();
+    let plugins = plugin_dir(&[("hello.lua", HEALTHY_PLUGIN)]);
+    let run_once = || {
+        run(toolcell()
+            .env("TOOLCELL_CACHE_DIR", cache.path())
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("healthy"))
+    };
+    let first = run_once();
+    first.assert_completed("healthy answer");
+    first.assert_stderr_line(&["compiling the Lua runtime (first run, about ", " s)"]);
+    let second = run_once();
+    second.assert_completed("healthy answer");
+    assert!(
+        !second.stderr.contains("compiling"),
+        "the cached code is not compiled again{second}"
+    );
+}
+
+#[test]
 fn pack_takes_the_sidecar_manifest_and_writes_beside_the_script() {
     let dir = temp_dir();
     let source = dir.path().join("greeter.lua");
@@ -2528,4 +2663,232 @@ end })
         modified, again,
         "the cached snapshot is read, not written again"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// toolcell new: plugin projects to start from (the builds of the Rust, JavaScript and
+// Python projects are tested in tests/tests/languages.rs)
+// ---------------------------------------------------------------------------------
+
+/// `toolcell new ARGS...` run in `dir`.
+fn new_in(dir: &Path, args: &[&str]) -> Run {
+    run(toolcell().current_dir(dir).arg("new").args(args))
+}
+
+#[test]
+fn new_writes_a_lua_project_whose_test_passes_and_that_packs() {
+    let parent = temp_dir();
+    let output = new_in(parent.path(), &["greeter"]);
+    assert_eq!(output.code, Some(0), "{output}");
+    assert_eq!(
+        output.stdout.lines().take(8).collect::<Vec<_>>(),
+        [
+            "created Lua plugin 'greeter' in greeter:",
+            "  greeter.lua",
+            "  greeter.lua.toml",
+            "  types/clm.lua",
+            "  .luarc.json",
+            "  test.sh",
+            "  README.md",
+            "  .gitignore",
+        ],
+        "{output}"
+    );
+    let project = parent.path().join("greeter");
+    // The definitions are the repository's.
+    assert_eq!(
+        fs::read_to_string(project.join("types/clm.lua")).expect("types/clm.lua"),
+        toolcell::scaffold::LUA_DEFINITIONS
+    );
+    let test = run(Command::new(project.join("test.sh"))
+        .env("TOOLCELL", TOOLCELL)
+        .env("TOOLCELL_CACHE_DIR", cache_dir()));
+    assert_eq!(test.code, Some(0), "{test}");
+    assert_eq!(
+        test.stdout,
+        "1 plugin loaded, 1 tool; 0 errors, 0 warnings\nok: greeter {\"name\":\"world\"}\n",
+        "{test}"
+    );
+    let check = run(toolcell().arg("check").arg(&project));
+    assert_eq!(check.code, Some(0), "{check}");
+    let packed = run(toolcell().current_dir(&project).args([
+        "pack",
+        "greeter.lua",
+        "-o",
+        "dist/greeter.wasm",
+    ]));
+    assert_eq!(packed.code, Some(0), "{packed}");
+    call(&project.join("dist"), "greeter", Some(r#"{"name":"dist"}"#))
+        .assert_completed("Hello, dist!");
+    // The manifest beside the script names the plugin.
+    let listed = run(toolcell().arg("list").arg("--plugins").arg(&project));
+    assert!(listed.stdout.contains("greeter"), "{listed}");
+}
+
+#[test]
+fn new_writes_the_files_each_language_builds_from() {
+    let parent = temp_dir();
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace");
+    for (lang, files) in [
+        (
+            "rust",
+            &[
+                "Cargo.toml",
+                "src/lib.rs",
+                "toolcell.toml",
+                "test.sh",
+                "README.md",
+            ][..],
+        ),
+        (
+            "js",
+            &["plugin.js", "toolcell.toml", "test.sh", "README.md"][..],
+        ),
+        (
+            "python",
+            &["app.py", "toolcell.toml", "test.sh", "README.md"][..],
+        ),
+    ] {
+        let name = format!("p-{lang}");
+        let output = new_in(parent.path(), &[&name, "--lang", lang]);
+        assert_eq!(output.code, Some(0), "{output}");
+        let project = parent.path().join(&name);
+        for file in files {
+            assert!(project.join(file).is_file(), "{lang}: no {file}{output}");
+        }
+        let manifest = fs::read_to_string(project.join("toolcell.toml")).expect("manifest");
+        assert!(manifest.contains(&format!("id = \"{name}\"")), "{manifest}");
+    }
+    let cargo = fs::read_to_string(parent.path().join("p-rust/Cargo.toml")).expect("Cargo.toml");
+    for part in [
+        "[lib]\ncrate-type = [\"cdylib\"]",
+        &format!(
+            "toolcell-guest = {{ path = \"{}\" }}",
+            checkout.join("guest-sdk").display()
+        ),
+        "\n[workspace]\n",
+    ] {
+        assert!(cargo.contains(part), "expected {part:?} in\n{cargo}");
+    }
+    assert!(
+        fs::read_to_string(parent.path().join("p-js/plugin.js"))
+            .expect("plugin.js")
+            .contains("export const guest = plugin(")
+    );
+    let test = fs::read_to_string(parent.path().join("p-python/test.sh")).expect("test.sh");
+    for part in [
+        &format!("src=${{TOOLCELL_SRC:-{}}}", checkout.display()),
+        "\"$src/tools/build-python-plugin\" . dist/p-python.wasm",
+    ] {
+        assert!(test.contains(part), "expected {part:?} in\n{test}");
+    }
+}
+
+#[test]
+fn new_takes_another_checkout_and_refuses_what_it_cannot_write() {
+    let parent = temp_dir();
+    let checkout = temp_dir();
+    write(&checkout.path().join("guest-sdk/Cargo.toml"), "[package]\n");
+    let output = new_in(
+        parent.path(),
+        &[
+            "elsewhere",
+            "--lang",
+            "rust",
+            "--toolcell-src",
+            path_str(checkout.path()),
+        ],
+    );
+    assert_eq!(output.code, Some(0), "{output}");
+    let dependency = format!(
+        "toolcell-guest = {{ path = \"{}\" }}",
+        checkout.path().join("guest-sdk").display()
+    );
+    assert!(
+        output.stdout.contains(&format!("Cargo.toml: {dependency}")),
+        "{output}"
+    );
+
+    for (args, expected) in [
+        (
+            &["Greeter"][..],
+            "error: 'Greeter' cannot be a plugin name: use 1 to 64 characters of a-z, 0-9, '-' \
+             and '_', starting with a letter",
+        ),
+        (
+            &["elsewhere"][..],
+            "error: elsewhere already exists and is not empty; choose another name or --output",
+        ),
+        (
+            &["x", "--toolcell-src", "/"][..],
+            "error: / is not a toolcell source checkout (it has no guest-sdk/Cargo.toml)",
+        ),
+    ] {
+        let line = new_in(parent.path(), args).usage_error();
+        assert_eq!(line, expected);
+    }
+    let output = new_in(parent.path(), &["x", "--lang", "cobol"]);
+    assert_eq!(output.code, Some(2), "{output}");
+    output.assert_stderr_line(&["invalid value 'cobol'"]);
+    output.assert_stderr_line(&["[possible values: lua, rust, js, python]"]);
+}
+
+#[test]
+fn the_lua_examples_and_a_new_lua_project_type_check_clean() {
+    let parent = temp_dir();
+    assert_eq!(new_in(parent.path(), &["typed"]).code, Some(0));
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .join("examples/plugins");
+    for dir in [parent.path().join("typed"), examples] {
+        let output = Command::new("emmylua_check")
+            .arg("--warnings-as-errors")
+            .arg(&dir)
+            .output()
+            .unwrap_or_else(|error| {
+                panic!("emmylua_check is not installed ({error}); run tools/bootstrap")
+            });
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && text.contains("No issues found"),
+            "emmylua_check {}:\n{text}{}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_fetch_example_reports_each_url_and_each_failure_on_its_own_line() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .join("examples/plugins");
+    let (first, _) = serve_once();
+    let (second, _) = serve_once();
+    // A port nobody listens on: bind one, then let it go.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let urls = [
+        format!("http://127.0.0.1:{first}/a"),
+        format!("http://127.0.0.1:{closed}/b"),
+        format!("http://127.0.0.1:{second}/c"),
+    ];
+    let output = run(toolcell()
+        .arg("call")
+        .arg("--plugins")
+        .arg(&examples)
+        .args(["--allow-http", "127.0.0.1"])
+        .arg("fetch_all")
+        .arg(json!({ "urls": urls }).to_string()));
+    output.assert_completed(&format!(
+        "{}: 200, 14 bytes\n{}: failed: connection failed: 127.0.0.1:{closed} refused the \
+         connection\n{}: 200, 14 bytes",
+        urls[0], urls[1], urls[2]
+    ));
 }

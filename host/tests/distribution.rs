@@ -401,23 +401,22 @@ end }})"#
     )
 }
 
-fn example_hello() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/plugins/hello.lua")
-}
-
 // ---------------------------------------------------------------------------------
 // The tests
 // ---------------------------------------------------------------------------------
 
 #[test]
-fn a_plugin_goes_from_pack_to_a_registry_and_back_verified_and_callable() {
+fn a_plugin_goes_from_new_to_a_registry_and_back_verified_and_callable() {
     let Some(registry) = Registry::start() else {
         return;
     };
     let work = Work::new();
     let (key, public) = work.keygen("author");
-    let script = fs::read_to_string(example_hello()).expect("the example plugin");
-    let wasm = work.plugin("hello", &script, Some(&key));
+    // The project `toolcell new` writes, packed with its manifest and signed.
+    work.ok(&["new", "hello"]);
+    let wasm = work.path("hello.wasm");
+    work.ok(&["pack", "hello/hello.lua", "-o", path_str(&wasm)]);
+    work.ok(&["sign", "--key", path_str(&key), path_str(&wasm)]);
     let bytes = fs::read(&wasm).expect("the packed plugin");
     let reference = registry.reference("plugins/hello:1.0.0");
 
@@ -450,7 +449,7 @@ fn a_plugin_goes_from_pack_to_a_registry_and_back_verified_and_callable() {
     );
     assert_eq!(
         manifest["annotations"]["org.opencontainers.image.version"],
-        "0.0.0"
+        "0.1.0"
     );
     let config_digest = manifest["config"]["digest"].as_str().expect("a digest");
     let (_, config) = registry.get_json(&format!("/v2/plugins/hello/blobs/{config_digest}"), "*/*");
@@ -517,7 +516,7 @@ fn a_plugin_goes_from_pack_to_a_registry_and_back_verified_and_callable() {
     // `pull` by digest writes the same file.
     let pulled = work.path("pulled");
     let pull = work.ok(&["pull", &pinned, "-o", path_str(&pulled)]);
-    assert!(pull.stdout.contains("pulled hello 0.0.0"), "{pull}");
+    assert!(pull.stdout.contains("pulled hello 0.1.0"), "{pull}");
     assert_eq!(fs::read(pulled.join("hello.wasm")).expect("pulled"), bytes);
 }
 
@@ -739,7 +738,7 @@ fn an_artifact_in_the_ecosystem_layout_pulls_and_other_artifacts_are_refused() {
         "architecture": "wasm",
         "os": "wasip2",
         "layerDigests": [layer],
-        "component": { "exports": ["toolcell:plugin/guest@0.1.1"], "imports": [], "target": null }
+        "component": { "exports": ["toolcell:plugin/guest@0.2.0"], "imports": [], "target": null }
     }))
     .expect("JSON");
     let config_digest = registry.put_blob("other/greeter", &config);

@@ -3,16 +3,14 @@
 //! every invocation receives.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use mlua::{Function, Lua, Table, UserData, UserDataMethods, Value};
+use mlua::{Function, Lua, MultiValue, Table, UserData, UserDataMethods, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::ToolSpec;
 use crate::errors::{self, api_error, type_name};
-use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, CallId, Ending, Strand};
-use crate::{json, ops, tasks};
+use crate::{json, ops, sandbox, tasks, watchdog};
 
 /// The runtime's Lua code (see prelude.lua).
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -52,21 +50,15 @@ impl Registry {
 /// Installs every global of the plugin API. Nothing here depends on which plugin will
 /// run: that is told later by [`configure`], so this state can be prepared once and
 /// snapshotted (see `runtime::prepare`).
-pub fn install(lua: &Lua, yield_fn: Function, watchdog: Rc<Watchdog>) -> mlua::Result<()> {
+pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
     json::install(lua, crate::runtime::memory_limit)?;
     install_clm(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
-    let caught_watchdog = watchdog.clone();
-    rt.raw_set(
-        "caught",
-        lua.create_function(move |lua, error: Value| {
-            sandbox::caught(lua, &caught_watchdog, error)
-        })?,
-    )?;
+    rt.raw_set("caught", lua.create_function(sandbox::caught)?)?;
     rt.raw_set(
         "aborting",
-        lua.create_function(move |_, ()| Ok(watchdog.tripped()))?,
+        lua.create_function(|_, ()| Ok(watchdog::tripped()))?,
     )?;
     ops::install(lua, &rt)?;
     tasks::install(lua, &rt)?;
@@ -80,6 +72,7 @@ fn install_clm(lua: &Lua) -> mlua::Result<()> {
     clm.raw_set("tool_register", lua.create_function(tool_register)?)?;
     clm.raw_set("read_file", lua.create_function(read_file)?)?;
     clm.raw_set("write_file", lua.create_function(write_file)?)?;
+    clm.raw_set("time", lua.create_function(time)?)?;
     let config = lua.create_table()?;
     clm.raw_set("config", config.clone())?;
     lua.set_named_registry_value(CONFIG_KEY, config)?;
@@ -126,20 +119,38 @@ fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
     Ok(())
 }
 
-/// `clm.read_file(path)`: the content, or nil plus an error string.
-fn read_file(lua: &Lua, path: Value) -> mlua::Result<(Value, Option<String>)> {
+/// `clm.time()`: the wall-clock time in seconds since the Unix epoch, with millisecond
+/// precision. The sandbox has no `os`, so this is how a plugin tells the time (beyond
+/// clm-tool(5)); differences of two readings measure how long something took.
+fn time(_: &Lua, (): ()) -> mlua::Result<f64> {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(since_epoch.as_millis() as f64 / 1000.0)
+}
+
+/// `clm.read_file(path)`: the content (one value), or nil plus an error string.
+fn read_file(lua: &Lua, path: Value) -> mlua::Result<MultiValue> {
     let path = path_argument(lua, "clm.read_file", path)?;
+    watchdog::charge_host_call(path.len())?;
     match host::read_file(&path) {
-        Ok(content) => Ok((Value::String(lua.create_string(content)?), None)),
-        Err(message) => Ok((Value::Nil, Some(message))),
+        Ok(content) => Ok(MultiValue::from_iter([Value::String(
+            lua.create_string(content)?,
+        )])),
+        Err(message) => failure(lua, message),
     }
 }
 
-/// `clm.write_file(path, content)`: true, or nil plus an error string.
-fn write_file(
-    lua: &Lua,
-    (path, content): (Value, Value),
-) -> mlua::Result<(Option<bool>, Option<String>)> {
+/// `nil, message`: how the file functions fail.
+fn failure(lua: &Lua, message: String) -> mlua::Result<MultiValue> {
+    Ok(MultiValue::from_iter([
+        Value::Nil,
+        Value::String(lua.create_string(message)?),
+    ]))
+}
+
+/// `clm.write_file(path, content)`: true (one value), or nil plus an error string.
+fn write_file(lua: &Lua, (path, content): (Value, Value)) -> mlua::Result<MultiValue> {
     let path = path_argument(lua, "clm.write_file", path)?;
     let Value::String(content) = content else {
         return Err(api_error(
@@ -150,9 +161,11 @@ fn write_file(
             ),
         ));
     };
-    match host::write_file(&path, &content.as_bytes()) {
-        Ok(()) => Ok((Some(true), None)),
-        Err(message) => Ok((None, Some(message))),
+    let content = content.as_bytes();
+    watchdog::charge_host_call(path.len() + content.len())?;
+    match host::write_file(&path, &content) {
+        Ok(()) => Ok(MultiValue::from_iter([Value::Boolean(true)])),
+        Err(message) => failure(lua, message),
     }
 }
 
@@ -342,13 +355,15 @@ impl Ctx {
                 .ok_or_else(|| mlua::Error::runtime("the invocation has ended"))?;
             if let Some(previous) = &call.ending {
                 let earlier = match previous {
-                    Ending::Completed(_) => "ctx:complete",
+                    Ending::Completed(_) | Ending::BrokeRule(_) => "ctx:complete",
                     Ending::Failed(_) => "ctx:fail",
                 };
-                return Err(api_error(
+                let error = api_error(
                     lua,
                     format!("{what} called after {earlier}: an invocation ends exactly once"),
-                ));
+                );
+                call.ended_twice = Some(errors::message(&error));
+                return Err(error);
             }
             call.ending = Some(match ending {
                 Ending::Completed(result) => completion(lua, call, result)?,
@@ -365,12 +380,12 @@ fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Re
     let live = tasks::live_count(call);
     if live > 0 {
         tasks::cancel_live(lua, call, "the tool completed")?;
-        return Ok(Ending::Failed(format!(
+        return Ok(Ending::BrokeRule(format!(
             "ctx:complete was called while {live} task(s) were still running; they were cancelled"
         )));
     }
     if let Some(error) = tasks::unobserved_error(call) {
-        return Ok(Ending::Failed(format!(
+        return Ok(Ending::BrokeRule(format!(
             "ctx:complete was called while a task error was never observed: {error}"
         )));
     }
@@ -378,13 +393,19 @@ fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Re
 }
 
 fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
-    match value {
-        Value::String(text) => Ok(text.to_string_lossy()),
-        other => Err(api_error(
-            lua,
-            format!("{what} expects a string, got {}", type_name(&other)),
-        )),
-    }
+    let hint = match &value {
+        Value::String(text) => {
+            watchdog::charge_bytes(text.as_bytes().len())?;
+            return Ok(text.to_string_lossy());
+        }
+        Value::Table(_) => " (json.encode(value) turns a table into a JSON string)",
+        Value::Integer(_) | Value::Number(_) | Value::Boolean(_) => " (convert it with tostring)",
+        _ => "",
+    };
+    Err(api_error(
+        lua,
+        format!("{what} expects a string, got {}{hint}", type_name(&value)),
+    ))
 }
 
 impl UserData for Ctx {
@@ -404,7 +425,9 @@ impl UserData for Ctx {
         methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
             if crate::runtime::debug_log_enabled(lua) {
-                host::log(&message.to_string()?);
+                let message = message.to_string()?;
+                watchdog::charge_host_call(message.len())?;
+                host::log(&message);
             }
             Ok(())
         });

@@ -40,7 +40,50 @@ pub fn message(error: &Error) -> String {
         },
         other => other.to_string(),
     };
-    strip_traceback(&text).to_string()
+    with_sandbox_hint(strip_traceback(&text))
+}
+
+/// Globals a plugin written for plain Lua may expect but the sandbox leaves out
+/// (clm-tool(5), "Sandbox"), each with what to use instead.
+const ABSENT_GLOBALS: [(&str, &str); 14] = [
+    (
+        "os",
+        "for the time use clm.time(); files: clm.read_file, clm.write_file",
+    ),
+    ("io", "files: clm.read_file, clm.write_file"),
+    ("require", "a plugin is one file: no module loading"),
+    ("package", "a plugin is one file: no module loading"),
+    ("dofile", "a plugin is one file: no code loading"),
+    ("loadfile", "a plugin is one file: no code loading"),
+    ("load", "no code loading"),
+    ("loadstring", "no code loading"),
+    ("collectgarbage", "memory is managed for the plugin"),
+    (
+        "coroutine",
+        "run work concurrently with clm.spawn and the task API",
+    ),
+    ("debug", "log with ctx:log or print"),
+    ("unpack", "Lua 5.4 has table.unpack"),
+    ("setfenv", "Lua 5.4 has no function environments"),
+    ("getfenv", "Lua 5.4 has no function environments"),
+];
+
+/// Where the reference of the plugin API lives, for messages that point to it.
+pub const REFERENCE: &str = "docs/lua-api.md";
+
+/// `text` with a hint appended when it reports the use of a global the sandbox leaves
+/// out ("attempt to index a nil value (global 'os')"): the global stays nil, as
+/// clm-tool(5) says, but the error names the cause.
+fn with_sandbox_hint(text: &str) -> String {
+    let absent = ABSENT_GLOBALS.iter().find(|(name, _)| {
+        text.contains("attempt to") && text.contains(&format!("(global '{name}')"))
+    });
+    match absent {
+        Some((name, instead)) => format!(
+            "{text} ('{name}' is not available in the sandbox: {instead}; see {REFERENCE}, \"The sandbox\")"
+        ),
+        None => text.to_string(),
+    }
 }
 
 /// Whether the error is Lua running out of its memory allowance.

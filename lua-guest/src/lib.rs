@@ -23,6 +23,7 @@ mod sandbox;
 mod scheduler;
 mod small_blocks;
 mod tasks;
+mod watchdog;
 
 #[allow(clippy::all, missing_docs)]
 mod bindings {

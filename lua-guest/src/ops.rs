@@ -8,6 +8,7 @@ use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::{HttpRequest, HttpResponse};
 use crate::errors::{api_error, type_name};
 use crate::scheduler::{self, CallId, Strand};
+use crate::watchdog;
 
 /// Installs `rt.http_request` and `rt.sleep` for the prelude.
 pub fn install(lua: &Lua, rt: &Table) -> mlua::Result<()> {
@@ -85,6 +86,7 @@ fn describe(value: &Value) -> String {
 fn sleep(lua: &Lua, ms: Value) -> mlua::Result<MultiValue> {
     let ms = milliseconds(lua, "clm.sleep", &ms)?;
     let running = running_strand(lua, "clm.sleep")?;
+    watchdog::charge_host_call(0)?;
     let op = host::timer_start(running.0, ms)
         .map_err(|error| api_error(lua, format!("clm.sleep: {error}")))?;
     wait_on(running, op)
@@ -130,6 +132,12 @@ fn http_request(
         headers,
         body,
     };
+    let bytes = request.url.len()
+        + request.body.as_ref().map_or(0, Vec::len)
+        + (request.headers.iter())
+            .map(|(name, value)| name.len() + value.len())
+            .sum::<usize>();
+    watchdog::charge_host_call(bytes)?;
     match host::http_start(running.0, &request) {
         Ok(op) => wait_on(running, op),
         Err(message) => {

@@ -13,7 +13,7 @@ local rt = ...
 local yield = rt.yield
 local caught, aborting = rt.caught, rt.aborting
 local raw_pcall, raw_xpcall = pcall, xpcall
-local error, type = error, type
+local error, type, select = error, type, select
 
 local function settle(done, ...)
   if done then
@@ -31,13 +31,22 @@ local function checked(ok, ...)
   return false, caught((...))
 end
 
+-- pcall() without even a function fails as Lua's own does, not inside the runtime.
 function pcall(...)
+  local f = ...
+  if f == nil and select("#", ...) == 0 then
+    error("bad argument #1 to 'pcall' (value expected)", 2)
+  end
   return checked(raw_pcall(...))
 end
 
-function xpcall(f, handler, ...)
+-- A missing handler fails as Lua's own xpcall does, "no value" when there is no second
+-- argument, at the caller's position.
+function xpcall(...)
+  local f, handler = ...
   if type(handler) ~= "function" then
-    error("bad argument #2 to 'xpcall' (function expected, got " .. type(handler) .. ")", 2)
+    local got = select("#", ...) < 2 and "no value" or type(handler)
+    error("bad argument #2 to 'xpcall' (function expected, got " .. got .. ")", 2)
   end
   local function guarded(e)
     if aborting() then
@@ -45,7 +54,7 @@ function xpcall(f, handler, ...)
     end
     return handler(caught(e))
   end
-  return checked(raw_xpcall(f, guarded, ...))
+  return checked(raw_xpcall(f, guarded, select(3, ...)))
 end
 
 http = {}

@@ -1,23 +1,20 @@
 //! The plugin's one Lua state and the four steps the host drives it with.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 
 use mlua::chunk::ChunkMode;
-use mlua::{Lua, MultiValue, Value};
+use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use crate::api::{self, Ctx, Registry};
 use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
 use crate::bindings::toolcell::plugin::types::{CallState, LoadError, OpOutcome, ToolSpec};
 use crate::errors::type_name;
-use crate::sandbox::{self, Watchdog};
 use crate::scheduler::{self, Call, CallId, OpId};
-use crate::{errors, json};
+use crate::{errors, json, sandbox, watchdog};
 
-/// The plugin's Lua state and the watchdog that enforces deadlines in it.
+/// The plugin's Lua state.
 struct Runtime {
     lua: Lua,
-    watchdog: Rc<Watchdog>,
     /// Whether a plugin has been loaded into the state (it serves one plugin, once).
     loaded: bool,
 }
@@ -75,24 +72,19 @@ pub fn prepare() -> Result<(), String> {
     if RUNTIME.with_borrow(Option::is_some) {
         return Ok(());
     }
-    let watchdog = Rc::new(Watchdog::default());
-    let lua = prepared_state(watchdog.clone()).map_err(|error| {
+    let lua = prepared_state().map_err(|error| {
         format!(
             "could not create the Lua state: {}",
             errors::message(&error)
         )
     })?;
-    RUNTIME.set(Some(Runtime {
-        lua,
-        watchdog,
-        loaded: false,
-    }));
+    RUNTIME.set(Some(Runtime { lua, loaded: false }));
     Ok(())
 }
 
-fn prepared_state(watchdog: Rc<Watchdog>) -> mlua::Result<Lua> {
-    let (lua, yield_fn) = sandbox::new_state(watchdog.clone())?;
-    api::install(&lua, yield_fn, watchdog)?;
+fn prepared_state() -> mlua::Result<Lua> {
+    let (lua, yield_fn) = sandbox::new_state()?;
+    api::install(&lua, yield_fn)?;
     set_gc_pause(&lua, LOAD_GC_PAUSE);
     // Finish the collector's cycle now: with the long pause a plugin's load then
     // allocates far less than it takes to start the next one, so it does not walk
@@ -138,16 +130,16 @@ pub fn lua_memory() -> u64 {
 pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
     prepare().map_err(LoadError::Failed)?;
     // The borrow ends before any plugin code runs.
-    let (lua, watchdog) = RUNTIME
+    let lua = RUNTIME
         .with_borrow_mut(|runtime| match runtime {
             Some(runtime) if !runtime.loaded => {
                 runtime.loaded = true;
-                Some((runtime.lua.clone(), runtime.watchdog.clone()))
+                Some(runtime.lua.clone())
             }
             _ => None,
         })
         .ok_or_else(|| LoadError::Failed("the plugin is already loaded".to_string()))?;
-    let loaded = load_plugin(&lua, &watchdog, request);
+    let loaded = load_plugin(&lua, request);
     set_gc_pause(&lua, CALL_GC_PAUSE);
     // Only now: preparing the state and loading the plugin reuse what they free for any
     // size, which keeps the memory image and a load's fresh pages small.
@@ -156,21 +148,18 @@ pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
     loaded
 }
 
-fn load_plugin(
-    lua: &Lua,
-    watchdog: &Watchdog,
-    request: LoadRequest,
-) -> Result<Vec<ToolSpec>, LoadError> {
+fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
     let script = request.script.ok_or_else(|| {
         LoadError::Failed("no Lua script was given to the Lua runtime".to_string())
     })?;
     let memory_limit = usize::try_from(request.memory_limit).unwrap_or(usize::MAX);
-    watchdog.arm(request.deadline);
+    watchdog::arm(request.deadline);
     lua.set_app_data(Settings {
         debug_log: request.debug_log,
         memory_limit,
     });
     api::configure(lua, &request.name)
+        .and_then(|()| seed_random(lua))
         .and_then(|()| lua.set_memory_limit(memory_limit).map(drop))
         .map_err(|error| {
             LoadError::Failed(format!(
@@ -184,7 +173,7 @@ fn load_plugin(
         .set_name(chunk_name)
         .set_mode(ChunkMode::Text)
         .exec();
-    if watchdog.tripped() {
+    if watchdog::tripped() {
         return Err(LoadError::TimedOut);
     }
     if let Err(error) = result {
@@ -200,6 +189,28 @@ fn load_plugin(
     Ok(specs)
 }
 
+unsafe extern "C" {
+    /// The C library's entropy source; under WASI it is the host's `wasi:random`.
+    fn getentropy(buffer: *mut std::ffi::c_void, length: usize) -> std::ffi::c_int;
+}
+
+/// Seeds `math.random` from the host's entropy, per instance: the state was prepared
+/// once and snapshotted, so the seed Lua drew then would be every instance's.
+fn seed_random(lua: &Lua) -> mlua::Result<()> {
+    let mut seed = [0u8; 16];
+    // SAFETY: the buffer is valid for its 16 bytes, below getentropy's limit of 256.
+    if unsafe { getentropy(seed.as_mut_ptr().cast(), seed.len()) } != 0 {
+        return Err(mlua::Error::runtime(
+            "the host gave no entropy to seed math.random",
+        ));
+    }
+    let [low, high] = [&seed[..8], &seed[8..]]
+        .map(|half| i64::from_le_bytes(half.try_into().unwrap_or_default()));
+    let math: Table = lua.globals().raw_get("math")?;
+    let randomseed: Function = math.raw_get("randomseed")?;
+    randomseed.call::<()>((low, high))
+}
+
 /// Runs `f` with the loaded plugin, or reports that nothing is loaded.
 fn with_runtime(f: impl FnOnce(&Runtime) -> CallState) -> CallState {
     RUNTIME.with_borrow(|runtime| match runtime {
@@ -212,11 +223,12 @@ fn with_runtime(f: impl FnOnce(&Runtime) -> CallState) -> CallState {
 pub fn start(call: CallId, tool: &str, args_json: String, deadline: u64) -> CallState {
     with_runtime(|runtime| {
         let lua = &runtime.lua;
-        runtime.watchdog.arm(deadline);
-        match begin_call(lua, call, tool, args_json, deadline) {
-            Ok(()) => scheduler::run(lua, &runtime.watchdog, call),
+        watchdog::arm(deadline);
+        let state = match begin_call(lua, call, tool, args_json, deadline) {
+            Ok(()) => scheduler::run(lua, call),
             Err(message) => CallState::Failed(message),
-        }
+        };
+        scheduler::stopped_or(call, state)
     })
 }
 
@@ -270,15 +282,23 @@ pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
         let Ok(Some(deadline)) = deadline else {
             return CallState::Failed("the invocation is unknown to the plugin".to_string());
         };
-        runtime.watchdog.arm(deadline);
-        if let Err(error) = scheduler::deliver(lua, call, op, outcome) {
-            return CallState::Failed(scheduler::failure_text(lua, &error));
-        }
-        scheduler::run(lua, &runtime.watchdog, call)
+        watchdog::arm(deadline);
+        let state = match scheduler::deliver(lua, call, op, outcome) {
+            Ok(()) => scheduler::run(lua, call),
+            Err(error) => CallState::Failed(scheduler::failure_text(lua, &error)),
+        };
+        scheduler::stopped_or(call, state)
     })
 }
 
-/// Ends invocation `call` and its tasks without running any more of its code.
+/// Ends invocation `call` and its tasks without running any more of its code. What Lua
+/// code the ending still runs (finalizers of what the call drops) stays under the
+/// call's deadline.
 pub fn cancel(call: CallId, _reason: &str) {
+    if let Ok(Some(deadline)) =
+        scheduler::with(|scheduler| Ok(scheduler.calls.get(&call).map(|call| call.deadline)))
+    {
+        watchdog::arm(deadline);
+    }
     scheduler::cancel(call);
 }

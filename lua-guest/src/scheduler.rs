@@ -15,9 +15,8 @@ use mlua::{Function, Lua, MultiValue, Table, Thread, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::{CallState, OpOutcome};
-use crate::errors;
-use crate::sandbox::Watchdog;
 use crate::tasks::{self, MainWait, Task};
+use crate::{errors, watchdog};
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -62,8 +61,10 @@ pub enum Strand {
 pub enum Ending {
     /// `ctx:complete(result)`.
     Completed(String),
-    /// `ctx:fail(message)`, or a completion that broke the task rules.
+    /// `ctx:fail(message)`.
     Failed(String),
+    /// A `ctx:complete` that broke the task rules; the message says which.
+    BrokeRule(String),
 }
 
 /// One invocation in flight.
@@ -74,6 +75,9 @@ pub struct Call {
     pub deadline: u64,
     /// Set once by `ctx:complete` / `ctx:fail`; reported when `invoke` returns.
     pub ending: Option<Ending>,
+    /// The error raised by a second `ctx:complete` / `ctx:fail`: if `invoke` ends
+    /// with it uncaught, the call broke the rule that it ends exactly once.
+    pub ended_twice: Option<String>,
     /// Every task spawned by this call, in spawn order (a handle is an index).
     pub tasks: Vec<Task>,
     /// Coroutines ready to run, with the values their resumption returns.
@@ -91,6 +95,7 @@ impl Call {
             main,
             deadline,
             ending: None,
+            ended_twice: None,
             tasks: Vec::new(),
             ready: VecDeque::from([(Strand::Main, args)]),
             ops: IdMap::default(),
@@ -195,19 +200,16 @@ enum Finish {
 
 /// Runs the ready coroutines of `id` until none is ready, and reports where the call
 /// stands. Ends (and forgets) the call when its main coroutine ends or it times out.
-pub fn run(lua: &Lua, watchdog: &Watchdog, id: CallId) -> CallState {
-    let state = match run_until_blocked(lua, watchdog, id) {
+pub fn run(lua: &Lua, id: CallId) -> CallState {
+    let state = match run_until_blocked(lua, id) {
         Ok(state) => state,
-        Err(error) => end_call(id, CallState::Failed(failure_text(lua, &error))),
+        Err(error) => end_call(id, failed(lua, &error)),
     };
-    if matches!(&state, CallState::Failed(message) if message.starts_with(OUT_OF_MEMORY)) {
+    if matches!(state, CallState::OutOfMemory) {
         reclaim(lua);
     }
     state
 }
-
-/// How the failure of a call that ran out of Lua memory begins.
-const OUT_OF_MEMORY: &str = "out of memory";
 
 /// Frees what a call that ran out of memory left for the collector. The collections
 /// Lua makes when an allocation fails at the limit do not run finalizers, so objects
@@ -219,7 +221,18 @@ fn reclaim(lua: &Lua) {
     let _ = lua.gc_collect();
 }
 
-fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result<CallState> {
+/// `state`, unless the watchdog stopped the step: then the call ends as timed out,
+/// whichever part of the step (plugin code, or the runtime's own work for it) the
+/// deadline error interrupted.
+pub fn stopped_or(id: CallId, state: CallState) -> CallState {
+    if watchdog::tripped() {
+        end_call(id, CallState::TimedOut)
+    } else {
+        state
+    }
+}
+
+fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
     loop {
         let next = with(|scheduler| {
             let Some(call) = scheduler.calls.get_mut(&id) else {
@@ -244,7 +257,7 @@ fn run_until_blocked(lua: &Lua, watchdog: &Watchdog, id: CallId) -> mlua::Result
             scheduler.running = None;
             Ok(())
         })?;
-        if watchdog.tripped() {
+        if watchdog::tripped() {
             return Ok(end_call(id, CallState::TimedOut));
         }
         let finish = match result {
@@ -268,17 +281,32 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
             .ok_or_else(|| mlua::Error::runtime("call vanished"))?;
         let live = tasks::cancel_live(lua, call, "the tool's invoke function returned")?;
         Ok(match finish {
-            Finish::Raised(error) => CallState::Failed(failure_text(lua, &error)),
-            Finish::Returned(_) => match call.ending.take() {
+            Finish::Raised(error) => {
+                let message = errors::message(&error);
+                if call.ended_twice.as_ref() == Some(&message) {
+                    CallState::BrokeRule(message)
+                } else {
+                    failed(lua, &error)
+                }
+            }
+            Finish::Returned(values) => match call.ending.take() {
                 Some(Ending::Failed(message)) => CallState::Failed(message),
-                _ if live > 0 => CallState::Failed(format!(
+                Some(Ending::BrokeRule(message)) => CallState::BrokeRule(message),
+                _ if live > 0 => CallState::BrokeRule(format!(
                     "invoke returned while {live} task(s) were still running; they were cancelled"
                 )),
-                None => CallState::Failed(
-                    "invoke returned without calling ctx:complete or ctx:fail".to_string(),
-                ),
+                None => CallState::BrokeRule(match values.front() {
+                    None | Some(Value::Nil) => {
+                        "invoke returned without calling ctx:complete or ctx:fail".to_string()
+                    }
+                    Some(value) => format!(
+                        "invoke returned a value ({}) without calling ctx:complete or ctx:fail; \
+                         the value is ignored: pass the result as a string to ctx:complete",
+                        errors::type_name(value)
+                    ),
+                }),
                 Some(Ending::Completed(result)) => match tasks::unobserved_error(call) {
-                    Some(error) => CallState::Failed(format!(
+                    Some(error) => CallState::BrokeRule(format!(
                         "the tool completed while a task error was never observed: {error}"
                     )),
                     None => CallState::Completed(result),
@@ -286,8 +314,18 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
             },
         })
     });
-    let verdict = verdict.unwrap_or_else(|error| CallState::Failed(failure_text(lua, &error)));
+    let verdict = verdict.unwrap_or_else(|error| failed(lua, &error));
     end_call(id, verdict)
+}
+
+/// How a call ends when `error` ended its main coroutine: out of memory (the host
+/// words it, knowing the limit and its own cap), or the error as the tool's failure.
+fn failed(lua: &Lua, error: &mlua::Error) -> CallState {
+    if errors::is_out_of_memory(error) {
+        CallState::OutOfMemory
+    } else {
+        CallState::Failed(failure_text(lua, error))
+    }
 }
 
 /// A task ended: record its outcome and wake the main coroutine if it waited for this.
@@ -384,12 +422,13 @@ fn end_call(id: CallId, state: CallState) -> CallState {
     state
 }
 
-/// The model-visible message of an error that ended a coroutine.
+/// The message of an error that ended a coroutine, as the task's failure reads (and, for
+/// the main coroutine, the tool's).
 pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
     if errors::is_out_of_memory(error) {
         let limit = crate::runtime::memory_limit(lua);
         return format!(
-            "{OUT_OF_MEMORY}: the plugin reached its memory limit of {}",
+            "out of memory: the plugin reached its memory limit of {}",
             crate::runtime::format_bytes(limit)
         );
     }

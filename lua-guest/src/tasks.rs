@@ -503,6 +503,7 @@ fn wait_any(lua: &Lua, (tasks, timeout): (Value, Option<Value>)) -> mlua::Result
             ]))
         }
         Some(ms) if waiting => {
+            crate::watchdog::charge_host_call(0)?;
             let timer = host::timer_start(id, ms)
                 .map_err(|error| api_error(lua, format!("clm.wait_any: {error}")))?;
             scheduler::with(|scheduler| {

@@ -4,8 +4,12 @@ pub use toolcell_tests::packed::Fixture;
 
 #[path = "api.rs"]
 mod api;
+#[path = "authoring.rs"]
+mod authoring;
 #[path = "http.rs"]
 mod http;
+#[path = "returns.rs"]
+mod returns;
 #[path = "sandbox.rs"]
 mod sandbox;
 #[path = "tasks.rs"]

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use super::Fixture;
 use toolcell::limits::{Limits, MIB};
-use toolcell::{CallOutcome, DiagnosticKind};
+use toolcell::{CallOutcome, CrashCause, DiagnosticKind, PluginFate};
 use toolcell_tests::{assert_contains, call, failure, output};
 
 #[tokio::test]
@@ -77,6 +77,8 @@ async fn load_and_bytecode_are_out_of_reach() {
                                   "loadfile", "load", "require", "collectgarbage" }) do
             if _G[name] ~= nil then found[#found + 1] = name end
           end
+          -- No bytecode either: string.dump would make it.
+          if string.dump ~= nil then found[#found + 1] = "string.dump" end
           -- The string metatable is the string library itself, nothing more.
           local meta = getmetatable("")
           ctx:complete(#found .. " " .. tostring(meta.__index == string))
@@ -85,6 +87,31 @@ async fn load_and_bytecode_are_out_of_reach() {
     )]);
     let runtime = fixture.load().await;
     assert_eq!(output(&runtime, "probe", "{}").await, "0 true");
+}
+
+/// Every plugin instance seeds math.random from the host's entropy: two plugins, and
+/// the same plugin in another runtime, draw different numbers (the state they start
+/// from was prepared once and snapshotted, seed included, for all of them).
+#[tokio::test]
+async fn math_random_is_seeded_per_instance() {
+    const DRAW: &str = r#"
+        clm.tool_register(NAME, { invoke = function(_, ctx)
+          ctx:complete(math.random(0, 1 << 62) .. " " .. math.random(0, 1 << 62))
+        end })
+    "#;
+    let one = DRAW.replace("NAME", "\"one\"");
+    let two = DRAW.replace("NAME", "\"two\"");
+    let fixture = Fixture::new(&[("one.lua", &one), ("two.lua", &two)]);
+    let first = fixture.load().await;
+    let second = fixture.load().await;
+    let draws = [
+        output(&first, "one", "{}").await,
+        output(&first, "two", "{}").await,
+        output(&second, "one", "{}").await,
+    ];
+    assert_ne!(draws[0], draws[1]);
+    assert_ne!(draws[0], draws[2]);
+    assert_ne!(draws[1], draws[2]);
 }
 
 /// The math library's transcendental functions in the sandbox (the `libm` crate's, see
@@ -236,8 +263,8 @@ async fn a_call_deadline_stops_loops_even_under_pcall_and_the_plugin_keeps_its_s
     let runtime = fixture.load().await;
     for tool in ["spin", "spin_pcall", "spin_xpcall"] {
         assert_eq!(
-            failure(&runtime, tool, "{}").await,
-            format!("tool '{tool}' timed out after 200 ms")
+            call(&runtime, tool, "{}").await,
+            CallOutcome::TimedOut(format!("tool '{tool}' timed out after 200 ms"))
         );
     }
     // The same Lua state survived all three: no restart, the counter is intact.
@@ -266,8 +293,10 @@ async fn running_out_of_lua_memory_is_a_catchable_error() {
         "false: not enough memory"
     );
     assert_eq!(
-        failure(&runtime, "hog", "{}").await,
-        "out of memory: the plugin reached its memory limit of 8 MiB"
+        call(&runtime, "hog", "{}").await,
+        CallOutcome::OutOfMemory(
+            "out of memory: the plugin reached its memory limit of 8 MiB".to_string()
+        )
     );
     // The table was local to the failed call: the plugin works again.
     assert_eq!(output(&runtime, "small", "{}").await, "fine");
@@ -386,10 +415,15 @@ async fn the_hosts_memory_cap_holds_when_the_plugins_own_limit_is_higher() {
         ..Limits::default()
     };
     let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
-    assert_contains(
-        &failure(&runtime, "hog", "{}").await,
-        &["memory cap of 24 MiB"],
-    );
+    match call(&runtime, "hog", "{}").await {
+        CallOutcome::Crashed {
+            message,
+            cause: CrashCause::MemoryCap,
+            fate: PluginFate::Restarted,
+            ..
+        } => assert_contains(&message, &["memory cap of 24 MiB"]),
+        other => panic!("hog should crash at the memory cap, got {other:?}"),
+    }
     assert_eq!(output(&runtime, "small", "{}").await, "fine");
 }
 
@@ -489,10 +523,24 @@ async fn a_crash_fails_the_plugins_other_calls_and_spares_other_plugins() {
     let runtime = fixture.load().await;
     let napping = runtime.call("nap", "{}").expect("nap");
     let sibling = runtime.call("sibling_nap", "{}").expect("sibling_nap");
-    let crash = failure(&runtime, "backtrack", "{}").await;
-    assert_contains(&crash, &["crashed"]);
+    match call(&runtime, "backtrack", "{}").await {
+        CallOutcome::Crashed {
+            message,
+            cause: CrashCause::Deadline,
+            fate: PluginFate::Restarted,
+            during_another_call: false,
+            ..
+        } => assert_contains(&message, &["plugin 'crashers' crashed: "]),
+        other => panic!("backtrack should crash at its hard deadline, got {other:?}"),
+    }
     match napping.await {
-        CallOutcome::Failed(message) => assert_contains(&message, &["plugin 'crashers' crashed"]),
+        CallOutcome::Crashed {
+            message,
+            cause: CrashCause::Deadline,
+            fate: PluginFate::Restarted,
+            during_another_call: true,
+            ..
+        } => assert_contains(&message, &["plugin 'crashers' crashed during another call"]),
         other => panic!("the napping call should fail with the crash, got {other:?}"),
     }
     assert_eq!(

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Fixture;
 use toolcell::CallOutcome;
-use toolcell_tests::{assert_contains, failure, output};
+use toolcell_tests::{assert_contains, call, failure, output};
 
 /// Generous bound for "about 300 ms" that still catches two 300 ms waits run in series.
 const NOT_SERIAL: Duration = Duration::from_millis(550);
@@ -345,18 +345,26 @@ async fn live_tasks_and_unobserved_errors_fail_the_tool() {
         "#,
     )]);
     let runtime = fixture.load().await;
-    assert_eq!(
-        failure(&runtime, "return_live", "{}").await,
-        "ctx:complete was called while 1 task(s) were still running; they were cancelled"
-    );
-    assert_eq!(
-        failure(&runtime, "return_live_no_complete", "{}").await,
-        "invoke returned while 1 task(s) were still running; they were cancelled"
-    );
-    assert_eq!(
-        failure(&runtime, "unobserved", "{}").await,
-        "ctx:complete was called while a task error was never observed: lost"
-    );
+    // Each breaks a rule of the tool contract, which the outcome says.
+    for (tool, message) in [
+        (
+            "return_live",
+            "ctx:complete was called while 1 task(s) were still running; they were cancelled",
+        ),
+        (
+            "return_live_no_complete",
+            "invoke returned while 1 task(s) were still running; they were cancelled",
+        ),
+        (
+            "unobserved",
+            "ctx:complete was called while a task error was never observed: lost",
+        ),
+    ] {
+        assert_eq!(
+            call(&runtime, tool, "{}").await,
+            CallOutcome::BrokeRule(message.to_string())
+        );
+    }
     assert_eq!(output(&runtime, "observed", "{}").await, "read: seen");
     assert_eq!(output(&runtime, "cancelled_is_fine", "{}").await, "ok");
 }
@@ -448,9 +456,41 @@ async fn a_caller_can_cancel_a_call_in_flight() {
     call.cancel("the user pressed stop");
     assert_eq!(
         call.await,
-        CallOutcome::Failed("cancelled: the user pressed stop".into())
+        CallOutcome::Cancelled("cancelled: the user pressed stop".into())
     );
     assert_eq!(output(&runtime, "ping", "{}").await, "pong");
+}
+
+/// Issue 17 point 7: a cancelled call whose Lua code is running stops at its next
+/// deadline check, long before its own deadline; the plugin keeps its state.
+#[tokio::test]
+async fn a_cancelled_call_running_lua_code_stops_at_its_next_check() {
+    let fixture = Fixture::new(&[(
+        "spin.lua",
+        r#"
+        spins = 0
+        clm.tool_register("spin", { timeout_ms = 60000, invoke = function(_, ctx)
+          spins = spins + 1
+          while true do end
+        end })
+        clm.tool_register("spins", { invoke = function(_, ctx) ctx:complete(tostring(spins)) end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    for round in 1..=2 {
+        let call = runtime.call("spin", "{}").expect("spin");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        call.cancel("the user pressed stop");
+        // Were it not stopped, it would run for 60 s (HANG_GUARD is 30 s).
+        let outcome = tokio::time::timeout(toolcell_tests::HANG_GUARD, call)
+            .await
+            .expect("the cancelled call stopped");
+        assert_eq!(
+            outcome,
+            CallOutcome::Cancelled("cancelled: the user pressed stop".into())
+        );
+        assert_eq!(output(&runtime, "spins", "{}").await, round.to_string());
+    }
 }
 
 #[tokio::test]

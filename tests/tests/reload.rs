@@ -285,6 +285,40 @@ async fn a_changed_sidecar_manifest_reloads_its_script() {
     assert_eq!(output(&runtime, "word", "{}").await, "same");
 }
 
+#[tokio::test]
+async fn a_plugin_that_breaks_on_reload_leaves_its_tools_unavailable_with_the_reason() {
+    // The name is not a literal, so only the earlier registration can tell it.
+    let working = "local name = 'dyn' .. 'amic'\nclm.tool_register(name, { invoke = function(_, ctx) ctx:complete('ok') end })\n";
+    let fixture = Fixture::new(&[("dynamic.lua", working)]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "dynamic", "{}").await, "ok");
+
+    fixture.add_plugin("dynamic.lua", "error('half-edited')\n");
+    reload(&mut runtime, &fixture, "dynamic.lua").await;
+    let file = fixture.file_name("dynamic.lua");
+    assert_eq!(
+        runtime.call("dynamic", "{}").err(),
+        Some(InvokeError::Unavailable {
+            name: "dynamic".into(),
+            reason: format!("plugin {file} failed to load: dynamic.lua:1: half-edited"),
+        })
+    );
+    assert_eq!(
+        runtime
+            .call("dynamic", "{}")
+            .err()
+            .map(|error| error.to_string()),
+        Some(format!(
+            "tool 'dynamic' is unavailable: plugin {file} failed to load: dynamic.lua:1: half-edited"
+        ))
+    );
+
+    // Fixed again, it is callable again.
+    fixture.add_plugin("dynamic.lua", working);
+    reload(&mut runtime, &fixture, "dynamic.lua").await;
+    assert_eq!(output(&runtime, "dynamic", "{}").await, "ok");
+}
+
 /// Writes and reads files for whoever calls it: `plant` writes `args.path`.
 const PLANTER: &str = r#"
 local function show(value, err) return tostring(value) .. " | " .. tostring(err) end

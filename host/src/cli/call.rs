@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{PluginArgs, usage_error};
-use crate::{CallOptions, CallOutcome};
+use crate::CallOptions;
 
 #[derive(Args)]
 pub(super) struct CallArgs {
@@ -37,9 +37,10 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode
         Err(error) => return usage_error(&error.to_string()),
     };
     let outcome = runtime.block_on(call);
-    println!("{}", outcome.model_text());
-    match outcome {
-        CallOutcome::Completed(_) => ExitCode::SUCCESS,
-        CallOutcome::Failed(_) => ExitCode::FAILURE,
+    println!("{}", outcome.to_model_text());
+    if outcome.is_completed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -8,6 +8,7 @@ mod call;
 mod check;
 mod inspect;
 mod list;
+mod new;
 mod pack;
 #[cfg(feature = "oci")]
 mod registry;
@@ -52,6 +53,8 @@ enum Command {
     List(list::ListArgs),
     /// Load plugins exactly as `call` would and report every problem (exit 1 on errors).
     Check(check::CheckArgs),
+    /// Write a new plugin project (Lua, Rust, JavaScript or Python) to start from.
+    New(new::NewArgs),
     /// Pack a Lua plugin (or a component and a manifest) into one .wasm file.
     Pack(pack::PackArgs),
     /// Show a plugin file's id, version, tools, capabilities, WIT version and digest.
@@ -191,8 +194,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if error.use_stderr() { USAGE } else { 0 });
         }
     };
-    // `check` and `inspect` print every diagnostic themselves; the log would repeat them.
-    let quiet = matches!(cli.command, Command::Check(_) | Command::Inspect(_));
+    // `check`, `inspect` and `pack` print every diagnostic themselves; the log would
+    // repeat them.
+    let quiet = matches!(
+        cli.command,
+        Command::Check(_) | Command::Inspect(_) | Command::Pack(_)
+    );
     init_logging(cli.verbose, quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -205,7 +212,8 @@ pub fn main() -> ExitCode {
         Command::Call(args) => call::run(&runtime, args),
         Command::List(args) => list::run(&runtime, args),
         Command::Check(args) => check::run(&runtime, args),
-        Command::Pack(args) => pack::run(args),
+        Command::New(args) => new::run(args),
+        Command::Pack(args) => pack::run(&runtime, args),
         Command::Inspect(args) => inspect::run(&runtime, args),
         Command::Sign(args) => sign::sign(args),
         Command::Verify(args) => sign::verify(args),
@@ -226,12 +234,15 @@ pub fn main() -> ExitCode {
 fn init_logging(verbose: u8, quiet: bool) {
     // The MCP SDK logs every error response it sends (an unknown tool, a cancelled
     // call) as a warning; those are the client's business, not the log's.
+    // A first compilation's notice is shown at every level: without it a first run
+    // seems to hang.
     let default = match verbose {
         0 if quiet => "error",
         0 => "warn,rmcp=error",
         1 => "info",
         _ => "debug",
     };
+    let default = format!("{default},{}=info", crate::cache::NOTICE_TARGET);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()

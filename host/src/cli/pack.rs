@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{Readers, usage_error, write_atomically};
-use crate::cache::sha256_hex;
+use crate::Severity;
+use crate::cache::{CodeCache, sha256_hex};
 use crate::pack;
 
 #[derive(Args)]
@@ -22,26 +23,68 @@ pub(super) struct PackArgs {
     /// else the defaults; the component's own for a .wasm]
     #[arg(long, value_name = "FILE")]
     manifest: Option<PathBuf>,
+    /// Write a Lua plugin without loading it first. By default it is loaded once, as
+    /// `check` does (with no files to touch), and not written if that reports an error.
+    #[arg(long)]
+    no_check: bool,
 }
 
-pub(super) fn run(args: PackArgs) -> ExitCode {
+pub(super) fn run(runtime: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode {
     let packed = match pack::pack_file(&args.input, args.manifest.as_deref()) {
         Ok(packed) => packed,
         Err(error) => return usage_error(&error.to_string()),
     };
+    let is_lua = args
+        .input
+        .extension()
+        .is_some_and(|extension| extension == "lua");
     let output = args.output.unwrap_or_else(|| {
-        if args
-            .input
-            .extension()
-            .is_some_and(|extension| extension == "lua")
-        {
+        if is_lua {
             args.input.with_extension("wasm")
         } else {
             args.input.clone()
         }
     });
-    if let Err(message) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
-        return usage_error(&message);
+    if is_lua && !args.no_check {
+        let file_name = output
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin.wasm".to_string());
+        let cache = CodeCache::from_env();
+        let diagnostics = match runtime.block_on(pack::check(&packed.bytes, &file_name, cache)) {
+            Ok(diagnostics) => diagnostics,
+            Err(error) => return usage_error(&error.to_string()),
+        };
+        for diagnostic in &diagnostics {
+            eprintln!(
+                "{}[{}] {}",
+                diagnostic.severity.as_str(),
+                diagnostic.kind.code(),
+                diagnostic.message
+            );
+        }
+        let errors = diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == Severity::Error)
+            .count();
+        if errors > 0 {
+            eprintln!(
+                "error: {} was not written: loading the plugin reported {errors} error{} (see above)",
+                output.display(),
+                if errors == 1 { "" } else { "s" }
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(parent) = output
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        && let Err(error) = std::fs::create_dir_all(parent)
+    {
+        return usage_error(&format!("cannot create {}: {error}", parent.display()));
+    }
+    if let Err(error) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
+        return usage_error(&error.to_string());
     }
     if packed.dropped_signatures > 0 {
         eprintln!(

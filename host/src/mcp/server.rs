@@ -52,7 +52,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::logging::{CallLog, Rate};
 use super::{FLOOR_TOOL, Shared};
-use crate::{CallOptions, CallOutcome, InvokeError, ToolInfo, schema};
+use crate::{CallOptions, InvokeError, ToolInfo, schema};
 
 /// How soon after its start a call with a progress token first reports progress (a
 /// call that ends sooner reports none).
@@ -131,7 +131,7 @@ impl ToolServer {
         };
         let mut call = match started {
             Ok(call) => call,
-            Err(error @ InvokeError::UnknownTool { .. }) => {
+            Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
                 return Err(ErrorData::invalid_params(error.to_string(), None));
             }
             Err(error @ InvokeError::InvalidArguments { .. }) => {
@@ -174,9 +174,10 @@ impl ToolServer {
             }
         }
         let text = ContentBlock::text(outcome.model_text());
-        Ok(match outcome {
-            CallOutcome::Completed(_) => CallToolResult::success(vec![text]),
-            CallOutcome::Failed(_) => CallToolResult::error(vec![text]),
+        Ok(if outcome.is_completed() {
+            CallToolResult::success(vec![text])
+        } else {
+            CallToolResult::error(vec![text])
         })
     }
 

@@ -14,6 +14,7 @@ use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::engine;
 use crate::files::{FileAccess, FileRoot, Files, RootError};
+use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
@@ -59,9 +60,7 @@ pub struct RuntimeBuilder {
     config: Config,
     root: Option<PathBuf>,
     limits: Limits,
-    http_grants: Vec<HostGrant>,
-    http_overrides: HttpSection,
-    file_access: Option<FileAccess>,
+    command_line: CommandLine,
     pins: Pins,
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
@@ -77,9 +76,7 @@ impl Default for RuntimeBuilder {
             config: Config::default(),
             root: None,
             limits: Limits::default(),
-            http_grants: Vec::new(),
-            http_overrides: HttpSection::default(),
-            file_access: None,
+            command_line: CommandLine::default(),
             pins: Pins::default(),
             trust: None,
             debug_log: DebugLog::path_from_env(),
@@ -120,29 +117,31 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The limits every plugin starts from (the configuration file may refine them).
+    /// The limits every plugin starts from: the defaults, which the configuration
+    /// file refines (see [`crate::grants`] for the order of precedence).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
 
-    /// Grants every plugin HTTP access to a host the default policy refuses.
+    /// Grants every plugin HTTP access to a host the default policy refuses
+    /// (`--allow-http`; added to the configuration file's grants).
     pub fn allow_http(mut self, grant: HostGrant) -> Self {
-        self.http_grants.push(grant);
+        self.command_line.http_grants.push(grant);
         self
     }
 
     /// HTTP bounds (and grants, as text) that win over the configuration file's, for
     /// every plugin: what the command line says.
     pub fn http_overrides(mut self, overrides: HttpSection) -> Self {
-        self.http_overrides = overrides;
+        self.command_line.http = overrides;
         self
     }
 
     /// The most file access any plugin may get, over the configuration file's
     /// (`--files`).
     pub fn file_access(mut self, access: FileAccess) -> Self {
-        self.file_access = Some(access);
+        self.command_line.files = Some(access);
         self
     }
 
@@ -220,11 +219,7 @@ impl RuntimeBuilder {
             log_listener: self.log_listener,
         };
         let policy = Policy {
-            config: self.config,
-            limits: self.limits,
-            http_grants: self.http_grants,
-            http_overrides: self.http_overrides,
-            file_access: self.file_access,
+            capabilities: CapabilityPolicy::new(self.limits, self.config, self.command_line),
             pins: self.pins,
             trust,
         };
@@ -252,6 +247,7 @@ impl RuntimeBuilder {
             tools: Vec::new(),
             entries: Vec::new(),
             by_name: HashMap::new(),
+            unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
             max_args_bytes,

@@ -16,6 +16,7 @@
 mod builder;
 mod diagnostic;
 mod loader;
+mod offered;
 mod plugin;
 
 use std::collections::HashMap;
@@ -29,8 +30,10 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use crate::grants::Grants;
 use crate::manifest::Manifest;
-use crate::sandbox::{CallOutcome, MemoryUse, PluginHandle};
+use crate::outcome::CallOutcome;
+use crate::sandbox::{MemoryUse, PluginHandle};
 use crate::validation::ArgumentValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -66,11 +69,22 @@ pub struct PluginInfo {
     pub file: PathBuf,
     /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
     pub manifest: Manifest,
+    /// What it was granted: its manifest's asks, cut to what the user's policy allows.
+    pub grants: Grants,
 }
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvokeError {
+    /// The tool belongs to a plugin that did not load (or a registration the host
+    /// refused); `reason` says why.
+    #[error("tool {} is unavailable: {reason}", quoted_name(name))]
+    Unavailable {
+        /// The name asked for.
+        name: String,
+        /// The diagnostic that explains it.
+        reason: String,
+    },
     /// No loaded plugin registered this tool (or it is hidden, and the call was made
     /// with [`CallOptions::refuse_hidden`]).
     #[error("unknown tool {}{}", quoted_name(name), suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
@@ -145,6 +159,9 @@ pub struct Runtime {
     /// How to call each tool, parallel to `tools`.
     entries: Vec<ToolEntry>,
     by_name: HashMap<String, usize>,
+    /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
+    /// registration the host refused), with the reason: derived by `rebuild`.
+    unavailable: HashMap<String, String>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
     max_args_bytes: usize,
@@ -238,7 +255,22 @@ impl Runtime {
             .plugins
             .binary_search_by(|plugin| plugin.file.order().cmp(&update.file.order()));
         match (position, update.plugin) {
-            (Ok(index), Some(plugin)) => self.plugins[index] = plugin,
+            (Ok(index), Some(mut plugin)) => {
+                if plugin.info.is_none() {
+                    // A reload that failed: the tools the plugin offered before are the
+                    // ones a caller will look for.
+                    let before: Vec<String> = self.plugins[index]
+                        .tool_names()
+                        .map(str::to_string)
+                        .collect();
+                    for name in before {
+                        if !plugin.offered.contains(&name) {
+                            plugin.offered.push(name);
+                        }
+                    }
+                }
+                self.plugins[index] = plugin;
+            }
             (Err(index), Some(plugin)) => self.plugins.insert(index, plugin),
             (Ok(index), None) => {
                 self.plugins.remove(index);
@@ -273,16 +305,25 @@ impl Runtime {
         self.tools.clear();
         self.entries.clear();
         self.by_name.clear();
+        self.unavailable.clear();
         self.diagnostics.clear();
         let mut ids: HashMap<&str, &Path> = HashMap::new();
         for plugin in &self.plugins {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(manifest) = &plugin.manifest else {
+            let Some(info) = &plugin.info else {
+                if let Some(failure) = plugin
+                    .diagnostics
+                    .iter()
+                    .rfind(|diagnostic| diagnostic.severity == Severity::Error)
+                {
+                    mark_unavailable(&mut self.unavailable, plugin, &failure.message);
+                }
                 continue;
             };
+            let manifest = &info.manifest;
             let display = plugin.file.display_name();
             if let Some(first) = ids.get(manifest.id.as_str()) {
-                self.diagnostics.push(Diagnostic::error(
+                let collision = Diagnostic::error(
                     plugin.file.path.clone(),
                     DiagnosticKind::IdCollision,
                     format!(
@@ -290,14 +331,13 @@ impl Runtime {
                         manifest.id,
                         file_name(first)
                     ),
-                ));
+                );
+                mark_unavailable(&mut self.unavailable, plugin, &collision.message);
+                self.diagnostics.push(collision);
                 continue;
             }
             ids.insert(&manifest.id, &plugin.file.path);
-            self.infos.push(PluginInfo {
-                file: plugin.file.path.clone(),
-                manifest: manifest.clone(),
-            });
+            self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {
                     file: plugin.file.path.clone(),
@@ -310,7 +350,10 @@ impl Runtime {
                 let tool = match tool {
                     Ok(tool) => tool,
                     Err(rejected) => {
-                        self.diagnostics.push(rejected.clone());
+                        self.diagnostics.push(rejected.diagnostic.clone());
+                        self.unavailable
+                            .entry(rejected.name.clone())
+                            .or_insert_with(|| rejected.diagnostic.message.clone());
                         continue;
                     }
                 };
@@ -333,6 +376,9 @@ impl Runtime {
                 self.entries.push(tool.entry.clone());
             }
         }
+        let by_name = &self.by_name;
+        self.unavailable
+            .retain(|name, _| !by_name.contains_key(name));
     }
 
     /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
@@ -361,15 +407,21 @@ impl Runtime {
             .get(tool)
             .copied()
             .filter(|&index| callable(&self.tools[index]))
-            .ok_or_else(|| InvokeError::UnknownTool {
-                name: tool.to_string(),
-                suggestion: closest(
-                    tool,
-                    self.tools
-                        .iter()
-                        .filter(|info| callable(info))
-                        .map(|info| info.name.as_str()),
-                ),
+            .ok_or_else(|| match self.unavailable.get(tool) {
+                Some(reason) => InvokeError::Unavailable {
+                    name: tool.to_string(),
+                    reason: reason.clone(),
+                },
+                None => InvokeError::UnknownTool {
+                    name: tool.to_string(),
+                    suggestion: closest(
+                        tool,
+                        self.tools
+                            .iter()
+                            .filter(|info| callable(info))
+                            .map(|info| info.name.as_str()),
+                    ),
+                },
             })?;
         let info = &self.tools[index];
         let entry = &self.entries[index];
@@ -427,9 +479,21 @@ impl Runtime {
             Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
         };
         match validator {
-            Some(validator) => validator.check(&args).map_err(invalid),
+            Some(validator) => validator
+                .check(&args)
+                .map_err(|problems| invalid(problems.to_string())),
             None => Ok(()),
         }
+    }
+}
+
+/// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
+/// found for a name stays).
+fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &Plugin, reason: &str) {
+    for name in plugin.tool_names() {
+        unavailable
+            .entry(name.to_string())
+            .or_insert_with(|| reason.to_string());
     }
 }
 
@@ -490,7 +554,7 @@ impl Future for Call {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(outcome)) => outcome,
             Poll::Ready(Err(_)) => {
-                CallOutcome::Failed(format!("plugin '{}' stopped", self.handle.name()))
+                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
             }
         };
         self.finished = true;

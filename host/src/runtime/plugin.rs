@@ -9,16 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message};
-use crate::manifest::Manifest;
 use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::source::Refusal;
 use crate::validation::ArgumentValidator;
 
-use super::ToolInfo;
 use super::builder::BuildError;
 use super::diagnostic::{Diagnostic, DiagnosticKind};
 use super::loader::{LoadReport, Loaded};
+use super::offered;
+use super::{PluginInfo, ToolInfo};
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
@@ -132,12 +132,25 @@ impl PluginFile {
 /// its tools, each ready to register or rejected.
 pub(super) struct Plugin {
     pub file: PluginFile,
-    /// The manifest of a plugin that loaded; `None` when it was refused or failed.
-    pub manifest: Option<Manifest>,
+    /// What a plugin that loaded is (its manifest and grants); `None` when it was
+    /// refused or failed.
+    pub info: Option<PluginInfo>,
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
     /// The tools in registration order: ready, or rejected with the reason.
-    pub tools: Vec<Result<PreparedTool, Diagnostic>>,
+    pub tools: Vec<Result<PreparedTool, RejectedTool>>,
+    /// For a plugin that did not load: the tools it would have offered, so that calling
+    /// one says why it is unavailable (see `offered`).
+    pub offered: Vec<String>,
+}
+
+/// A tool the host refused to register (an invalid name or schema), and why.
+#[derive(Clone)]
+pub(super) struct RejectedTool {
+    /// The name it was registered under.
+    pub name: String,
+    /// Why it was refused.
+    pub diagnostic: Diagnostic,
 }
 
 /// A tool ready to register: what callers see and what the runtime needs to call it.
@@ -156,6 +169,18 @@ pub(super) struct ToolEntry {
 }
 
 impl Plugin {
+    /// The names of the tools this plugin registered (rejected ones included), or would
+    /// have offered if it did not load.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools
+            .iter()
+            .map(|tool| match tool {
+                Ok(tool) => tool.info.name.as_str(),
+                Err(rejected) => rejected.name.as_str(),
+            })
+            .chain(self.offered.iter().map(String::as_str))
+    }
+
     /// A plugin whose load never reported back.
     pub fn unfinished(file: PluginFile, message: &str) -> Plugin {
         let refusal = Refusal {
@@ -179,11 +204,13 @@ impl Plugin {
                 bounded_message(refusal.message)
             ),
         ));
+        let offered = offered::in_file(&file.path);
         Plugin {
             file,
-            manifest: None,
+            info: None,
             diagnostics,
             tools: Vec::new(),
+            offered,
         }
     }
 
@@ -206,6 +233,7 @@ impl Plugin {
             handle,
             specs,
             manifest,
+            grants,
         } = match report.outcome {
             Ok(loaded) => loaded,
             Err(refusal) => return Plugin::refused(file, diagnostics, refusal),
@@ -224,8 +252,9 @@ impl Plugin {
         let tools = specs
             .into_iter()
             .map(|spec| {
-                let rejected = |kind: DiagnosticKind, message: String| {
-                    Diagnostic::error(file.path.clone(), kind, message)
+                let rejected = |kind: DiagnosticKind, message: String| RejectedTool {
+                    name: spec.name.clone(),
+                    diagnostic: Diagnostic::error(file.path.clone(), kind, message),
                 };
                 if !schema::is_valid_tool_name(&spec.name) {
                     return Err(rejected(
@@ -303,10 +332,15 @@ impl Plugin {
             })
             .collect();
         Plugin {
+            info: Some(PluginInfo {
+                file: file.path.clone(),
+                manifest,
+                grants,
+            }),
             file,
-            manifest: Some(manifest),
             diagnostics,
             tools,
+            offered: Vec::new(),
         }
     }
 }

@@ -23,8 +23,9 @@ use tokio::sync::oneshot;
 use super::PluginContext;
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::ops::{CallId, OpEvent};
-use super::supervisor::{CallOutcome, CallRequest, Supervisor};
+use super::supervisor::{CallRequest, Supervisor};
 use crate::bindings::ToolSpec;
+use crate::outcome::CallOutcome;
 
 enum Command {
     Start(CallRequest),
@@ -47,6 +48,8 @@ pub struct PluginHandle {
 /// What every handle of one plugin shares.
 struct Shared {
     supervisor: Arc<tokio::sync::Mutex<Supervisor>>,
+    /// The plugin's context, for its interrupts.
+    context: Arc<PluginContext>,
     /// Starts sent to the actor and not run yet. While there are any, a new call
     /// queues behind them instead of running on its caller's thread.
     queued_starts: Arc<AtomicUsize>,
@@ -89,7 +92,7 @@ impl PluginHandle {
             return outcome;
         };
         if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
-            let _ = request.reply.send(CallOutcome::Failed(format!(
+            let _ = request.reply.send(CallOutcome::Stopped(format!(
                 "plugin '{}' is not running",
                 self.name
             )));
@@ -103,12 +106,18 @@ impl PluginHandle {
         self.shared.supervisor.lock().await.memory().await
     }
 
-    /// Cancels call `call` if it is still in flight; it fails with `reason`.
+    /// Cancels call `call` if it is still in flight; it fails with `reason`. A step of
+    /// the call running now stops at its next deadline check (`interrupts.rs`).
     pub fn cancel(&self, call: CallId, reason: &str) {
-        let _ = self.shared.send_to_actor(Command::Cancel {
+        let interrupts = &self.shared.context.interrupts;
+        interrupts.request(call, reason);
+        let command = Command::Cancel {
             call,
             reason: reason.to_string(),
-        });
+        };
+        if self.shared.send_to_actor(command).is_err() {
+            interrupts.take(call);
+        }
     }
 
     /// Runs the first step of `request` on this thread, if the plugin is idle, its
@@ -201,11 +210,12 @@ pub async fn spawn_plugin(
 ) -> Result<(PluginHandle, Vec<ToolSpec>), LoadFailure> {
     let (instance, specs) = Instance::create(&context, &pre).await?;
     let name = Arc::from(context.name.as_str());
-    let supervisor = Supervisor::new(context, pre, instance);
+    let supervisor = Supervisor::new(context.clone(), pre, instance);
     let handle = PluginHandle {
         name,
         shared: Arc::new(Shared {
             supervisor: Arc::new(tokio::sync::Mutex::new(supervisor)),
+            context,
             queued_starts: Arc::new(AtomicUsize::new(0)),
             commands: Mutex::new(None),
             runtime: tokio::runtime::Handle::current(),
@@ -255,9 +265,7 @@ impl Actor {
                     self.queued_starts.fetch_sub(1, Ordering::AcqRel);
                 }
                 Work::Command(Some(Command::Cancel { call, reason })) => {
-                    supervisor
-                        .cancel(call, &format!("cancelled: {reason}"))
-                        .await;
+                    supervisor.cancel(call, &reason).await;
                 }
                 Work::Command(Some(Command::Watch)) => {}
                 Work::Command(None) => {

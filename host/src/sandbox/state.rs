@@ -9,10 +9,13 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginContext;
 use super::limiter::MemoryCap;
-use super::ops::{CallId, Operations};
-use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
+use super::ops::Operations;
+use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
 use crate::http::{self, Method};
+
+/// The longest `timeout-note` kept: a sentence, not a payload.
+const MAX_TIMEOUT_NOTE: usize = 1024;
 
 /// What a plugin's store holds.
 pub struct StoreState {
@@ -24,11 +27,13 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
-    /// The call whose step runs now (none: the load).
-    pub(super) running: Option<CallId>,
     /// The step running now must end by this instant, or it is stopped (at a fuel yield,
     /// or at an epoch tick when epoch interruption stands in for fuel yields).
     pub(super) hard_deadline: Instant,
+    /// The call whose step runs now (none while the plugin loads).
+    pub(super) running: Option<u64>,
+    /// What the guest said was running when it stopped the step (`timeout-note`).
+    pub(super) timeout_note: Option<String>,
 }
 
 impl StoreState {
@@ -42,16 +47,17 @@ impl StoreState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let cap = MemoryCap::new(plugin.limits.linear_memory);
-        let ops = Operations::new(plugin.limits.max_pending_ops);
+        let cap = MemoryCap::new(plugin.grants.limits.linear_memory);
+        let ops = Operations::new(plugin.grants.limits.max_pending_ops);
         StoreState {
             wasi,
             table: ResourceTable::new(),
             cap,
             plugin,
             ops,
-            running: None,
             hard_deadline: Instant::now(),
+            running: None,
+            timeout_note: None,
         }
     }
 }
@@ -66,10 +72,12 @@ impl WasiView for StoreState {
 }
 
 /// Adds the WASI interfaces (empty, see `StoreState::new`) and the toolcell host
-/// services to `linker`.
+/// services to `linker`, in the current world and in 0.1's (a different minor version
+/// of a 0.x package is a different interface to the linker).
 pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
     Ok(())
 }
 
@@ -84,13 +92,34 @@ impl toolcell::plugin::host::Host for StoreState {
         clock::now()
     }
 
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        clock::now() > deadline
+            || self
+                .running
+                .is_some_and(|call| self.plugin.interrupts.is_requested(call))
+    }
+
+    fn timeout_note(&mut self, mut note: String) {
+        if note.len() > MAX_TIMEOUT_NOTE {
+            let mut end = MAX_TIMEOUT_NOTE;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+        }
+        self.timeout_note = Some(note);
+    }
+
     fn config(&mut self, key: String) -> Option<String> {
         self.plugin.tool_config.get(&key).cloned()
     }
 
     async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        if !self.plugin.file_access.can_read() {
-            return Err(format!("cannot read {path}: {}", self.plugin.hints.files));
+        if !self.plugin.grants.files.can_read() {
+            return Err(format!(
+                "cannot read {path}: {}",
+                self.plugin.grants.hints.files
+            ));
         }
         let root = self
             .plugin
@@ -98,15 +127,19 @@ impl toolcell::plugin::host::Host for StoreState {
             .root()
             .map_err(|reason| format!("cannot read {path}: {reason}"))?
             .clone();
-        let max_bytes = self.plugin.limits.memory;
-        tokio::task::spawn_blocking(move || root.read(&path, max_bytes))
-            .await
-            .unwrap_or_else(|error| Err(format!("the read was interrupted: {error}")))
+        let max_bytes = self.plugin.grants.limits.memory;
+        match tokio::task::spawn_blocking(move || root.read(&path, max_bytes)).await {
+            Ok(read) => read.map_err(|error| error.to_string()),
+            Err(error) => Err(format!("the read was interrupted: {error}")),
+        }
     }
 
     async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        if !self.plugin.file_access.can_write() {
-            return Err(format!("cannot write {path}: {}", self.plugin.hints.files));
+        if !self.plugin.grants.files.can_write() {
+            return Err(format!(
+                "cannot write {path}: {}",
+                self.plugin.grants.hints.files
+            ));
         }
         let root = self
             .plugin
@@ -114,9 +147,10 @@ impl toolcell::plugin::host::Host for StoreState {
             .root()
             .map_err(|reason| format!("cannot write {path}: {reason}"))?
             .clone();
-        tokio::task::spawn_blocking(move || root.write(&path, &content))
-            .await
-            .unwrap_or_else(|error| Err(format!("the write was interrupted: {error}")))
+        match tokio::task::spawn_blocking(move || root.write(&path, &content)).await {
+            Ok(written) => written.map_err(|error| error.to_string()),
+            Err(error) => Err(format!("the write was interrupted: {error}")),
+        }
     }
 
     fn http_start(&mut self, call: u64, request: HttpRequest) -> Result<u64, String> {
@@ -125,7 +159,9 @@ impl toolcell::plugin::host::Host for StoreState {
             "POST" => Method::Post,
             other => return Err(format!("unsupported HTTP method {other:?}")),
         };
-        self.ops.admit(call, true)?;
+        self.ops
+            .admit(call, true)
+            .map_err(|refused| refused.to_string())?;
         let client = self.plugin.http()?;
         let request = http::Request {
             method,
@@ -146,7 +182,9 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        self.ops.admit(call, false)?;
+        self.ops
+            .admit(call, false)
+            .map_err(|refused| refused.to_string())?;
         Ok(self.ops.spawn(call, false, async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             OpOutcome::TimerFired
@@ -155,5 +193,54 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn cancel_op(&mut self, op: u64) {
         self.ops.abort(op);
+    }
+}
+
+impl v0_1::toolcell::plugin::types::Host for StoreState {}
+
+/// The 0.1 host services are the current ones; only the request type differs.
+impl v0_1::toolcell::plugin::host::Host for StoreState {
+    fn log(&mut self, message: String) {
+        toolcell::plugin::host::Host::log(self, message);
+    }
+
+    fn now(&mut self) -> u64 {
+        toolcell::plugin::host::Host::now(self)
+    }
+
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        toolcell::plugin::host::Host::interrupted(self, deadline)
+    }
+
+    fn timeout_note(&mut self, note: String) {
+        toolcell::plugin::host::Host::timeout_note(self, note);
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        toolcell::plugin::host::Host::config(self, key)
+    }
+
+    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+        toolcell::plugin::host::Host::read_file(self, path).await
+    }
+
+    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
+        toolcell::plugin::host::Host::write_file(self, path, content).await
+    }
+
+    fn http_start(
+        &mut self,
+        call: u64,
+        request: v0_1::toolcell::plugin::types::HttpRequest,
+    ) -> Result<u64, String> {
+        toolcell::plugin::host::Host::http_start(self, call, v0_1::http_request(request))
+    }
+
+    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
+        toolcell::plugin::host::Host::timer_start(self, call, ms)
+    }
+
+    fn cancel_op(&mut self, op: u64) {
+        toolcell::plugin::host::Host::cancel_op(self, op);
     }
 }

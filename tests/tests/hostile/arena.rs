@@ -21,6 +21,7 @@ use toolcell::cache::CodeCache;
 use toolcell::http::HostGrant;
 use toolcell::manifest::{MANIFEST_SECTION, Manifest};
 use toolcell::{Call, CallOutcome, Runtime, Severity};
+use toolcell_tests::Form;
 use toolcell_tests::http_server::TestServer;
 
 use super::attack::{Attack, Expect, Layout, Setup, Source, Step};
@@ -202,7 +203,8 @@ impl From<String> for Failure {
     }
 }
 
-/// Runs `attack` to the end; an `Err` says which expectation failed.
+/// Runs `attack` to the end, in each form it is tried in; an `Err` says which
+/// expectation failed.
 pub fn run(attack: &Attack) -> Result<(), Failure> {
     if attack.layout == Layout::HomeAsDefaultRoot && std::env::var_os(CHILD_ARENA).is_none() {
         return run_in_child(attack);
@@ -212,14 +214,23 @@ pub fn run(attack: &Attack) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|error| format!("tokio: {error}"))?;
-    tokio.block_on(run_async(attack))
+    tokio.block_on(run_async(attack, Form::Lua))?;
+    if attack.packed_too {
+        tokio
+            .block_on(run_async(attack, Form::Packed))
+            .map_err(|failure| Failure {
+                escaped: failure.escaped,
+                message: format!("packed: {}", failure.message),
+            })?;
+    }
+    Ok(())
 }
 
 /// Runs `attack` in a child process whose home and working directory are the arena's
 /// root, and checks that nothing in the arena changed.
 fn run_in_child(attack: &Attack) -> Result<(), Failure> {
     let arena = Arena::new(attack.layout);
-    install_plugin(attack, &arena.plugins())?;
+    install_plugin(attack, Form::Lua, &arena.plugins())?;
     let before = arena.snapshot();
     // The child's HOME differs: give it this process's cache, wherever HOME put it.
     let cache = CodeCache::from_env();
@@ -262,7 +273,7 @@ fn cache_entry(dir: &Path) -> Result<String, String> {
     let engine = toolcell::engine::shared()?;
     let wasm = wat::parse_str("(component)").map_err(|error| error.to_string())?;
     CodeCache::new(Some(dir.to_path_buf()))
-        .component(engine, &wasm, None)
+        .component(engine, &wasm, None, "an empty component")
         .map_err(|error| format!("{error:#}"))?;
     std::fs::read_dir(dir)
         .map_err(|error| error.to_string())?
@@ -272,7 +283,7 @@ fn cache_entry(dir: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("no entry in {}", dir.display()))
 }
 
-async fn run_async(attack: &Attack) -> Result<(), Failure> {
+async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
     let arena = match std::env::var_os(CHILD_ARENA) {
         Some(base) => Arena::existing(base.into(), attack.layout),
         None => Arena::new(attack.layout),
@@ -304,7 +315,7 @@ async fn run_async(attack: &Attack) -> Result<(), Failure> {
         pairs.push(("{cache}", cache.display().to_string()));
     }
     let placeholders = Placeholders { pairs };
-    let file = install_plugin(attack, &arena.plugins())?;
+    let file = install_plugin(attack, form, &arena.plugins())?;
     for setup in &attack.setup {
         prepare(setup, &arena.root(), &placeholders)?;
     }
@@ -363,14 +374,23 @@ async fn run_async(attack: &Attack) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Writes the attack's plugin into `plugins`; returns its file name.
-fn install_plugin(attack: &Attack, plugins: &Path) -> Result<String, String> {
+/// Writes the attack's plugin into `plugins`, a Lua one in `form`; returns its file
+/// name.
+fn install_plugin(attack: &Attack, form: Form, plugins: &Path) -> Result<String, String> {
     let folder = Path::new(HOSTILE_DIR).join(attack.category.folder());
     let (file, bytes) = match &attack.source {
         Source::Lua => {
             let file = format!("{}.lua", attack.name);
             let bytes = std::fs::read(folder.join(&file)).map_err(|e| format!("{file}: {e}"))?;
-            (file, bytes)
+            match form {
+                Form::Lua => (file, bytes),
+                Form::Packed => {
+                    let manifest = Manifest::clm_default(attack.name);
+                    let packed = toolcell::pack::pack_lua(&bytes, &manifest)
+                        .map_err(|error| format!("packing {file}: {error}"))?;
+                    (format!("{}.wasm", attack.name), packed)
+                }
+            }
         }
         Source::Wat | Source::Core => {
             let file = match attack.source {
@@ -576,24 +596,30 @@ fn check_outcome(
         (Expect::Completes(text), CallOutcome::Completed(output)) => {
             &placeholders.fill(text) == output
         }
-        (Expect::Fails(text), CallOutcome::Failed(message)) => &placeholders.fill(text) == message,
-        (Expect::FailsStartingWith(text), CallOutcome::Failed(message)) => {
-            message.starts_with(&placeholders.fill(text))
+        (Expect::Fails(text), outcome) => {
+            outcome.failure() == Some(placeholders.fill(text).as_str())
         }
+        (Expect::FailsAs(kind, text), outcome) => {
+            outcome.label() == *kind && outcome.failure() == Some(placeholders.fill(text).as_str())
+        }
+        (Expect::FailsStartingWith(text), outcome) => outcome
+            .failure()
+            .is_some_and(|message| message.starts_with(&placeholders.fill(text))),
         _ => false,
     };
     if matches {
         Ok(())
     } else {
-        let shown = match outcome {
-            CallOutcome::Completed(text) | CallOutcome::Failed(text) if text.len() > 2000 => {
-                format!(
-                    "{} bytes starting {:?}",
-                    text.len(),
-                    text.chars().take(300).collect::<String>()
-                )
-            }
-            other => format!("{other:?}"),
+        let text = outcome.output().or(outcome.failure()).unwrap_or_default();
+        let shown = if text.len() > 2000 {
+            format!(
+                "{} {} bytes starting {:?}",
+                outcome.label(),
+                text.len(),
+                text.chars().take(300).collect::<String>()
+            )
+        } else {
+            format!("{outcome:?}")
         };
         Err(format!("{tool}: got {shown}, expected {expect:?}"))
     }

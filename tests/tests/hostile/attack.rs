@@ -128,6 +128,8 @@ pub enum Expect {
     Completes(String),
     /// Failed with exactly this message.
     Fails(String),
+    /// Failed as this kind ([`toolcell::CallOutcome::label`]) with exactly this message.
+    FailsAs(&'static str, String),
     /// Failed with a message that starts with this text (the rest names an OS error
     /// or a byte count the test cannot know).
     FailsStartingWith(String),
@@ -185,6 +187,9 @@ pub struct Attack {
     /// One line: what the plugin tries.
     pub what: &'static str,
     pub source: Source,
+    /// A Lua plugin is also run packed into a `.wasm` artifact, as `toolcell pack`
+    /// makes it, in an arena of its own: it must end every step the same way.
+    pub packed_too: bool,
     pub setup: Vec<Setup>,
     pub layout: Layout,
     pub limits: Limits,
@@ -200,6 +205,7 @@ pub fn attack(category: Category, name: &'static str, what: &'static str) -> Att
         name,
         what,
         source: Source::Lua,
+        packed_too: false,
         setup: Vec::new(),
         layout: Layout::Separate,
         limits: Limits::default(),
@@ -230,6 +236,12 @@ impl Attack {
     /// The plugin is `file`, copied as is under the name `NAME.wasm`.
     pub fn raw_file(mut self, file: &'static str) -> Self {
         self.source = Source::RawFile(file);
+        self
+    }
+
+    /// Runs the Lua plugin packed too (see [`Attack::packed_too`]).
+    pub fn packed_too(mut self) -> Self {
+        self.packed_too = true;
         self
     }
 
@@ -321,6 +333,23 @@ impl Attack {
     /// Calling `tool` fails with exactly `message`.
     pub fn fails(self, tool: &'static str, args: &str, message: &str) -> Self {
         let expect = Expect::Fails(message.to_string());
+        self.step(Step::Call {
+            tool,
+            args: args.to_string(),
+            expect,
+        })
+    }
+
+    /// Calling `tool` fails as `kind` (a [`toolcell::CallOutcome::label`]) with exactly
+    /// `message`.
+    pub fn fails_as(
+        self,
+        tool: &'static str,
+        args: &str,
+        kind: &'static str,
+        message: &str,
+    ) -> Self {
+        let expect = Expect::FailsAs(kind, message.to_string());
         self.step(Step::Call {
             tool,
             args: args.to_string(),

@@ -197,10 +197,8 @@ LUA_API void lua_settop (lua_State *L, int idx) {
   }
   api_check(L, L->tbclist.p < L->top.p, "previous pop of an unclosed slot");
   newtop = L->top.p + diff;
-  if (diff < 0 && L->tbclist.p >= newtop) {
-    lua_assert(hastocloseCfunc(ci->nresults));
-    newtop = luaF_close(L, newtop, CLOSEKTOP, 0);
-  }
+  if (diff < 0 && L->tbclist.p >= newtop)
+    newtop = luaF_closetop(L, newtop);  /* toolcell: see 'luaF_closetop' */
   L->top.p = newtop;  /* correct top only after closing any upvalue */
   lua_unlock(L);
 }

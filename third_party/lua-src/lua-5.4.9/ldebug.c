@@ -155,6 +155,18 @@ LUA_API int lua_gethookmask (lua_State *L) {
 }
 
 
+/*
+** toolcell: charges 'n' instructions' worth of work that a C function
+** does in a loop of its own (a pattern search over a long subject), and
+** runs the count hook when it is due, as a call would. The caller must be
+** a C function, at a point where it may raise an error.
+*/
+LUA_API void lua_countwork (lua_State *L, int n) {
+  if (countdue(L, n) && L->allowhook == HOOKSON)
+    luaG_countevent(L);
+}
+
+
 LUA_API int lua_gethookcount (lua_State *L) {
   return L->basehookcount;
 }
@@ -966,21 +978,44 @@ int luaG_traceexec (lua_State *L, const Instruction *pc) {
 ** toolcell: calls the count hook. Stock Lua counts every instruction in
 ** 'luaG_traceexec', which a count hook makes the interpreter call before
 ** every instruction: that halves its speed. Here the interpreter charges
-** instructions in bulk instead: each function activation its code size
-** (what it can run without jumping back), each loop iteration the length
-** of its body. It checks the count at every backward jump and every call
-** made by Lua code, which any code that runs without end keeps doing, and
-** calls this when the count is used up. The charges bound from above the
-** instructions that run, so the hook runs about as often as stock Lua's.
-** The caller has saved 'pc' and made 'L->top' safe to use. A count hook
-** may not yield here (the interpreter cannot resume in the middle of a
-** jump or a call); it is an error.
+** instructions in bulk instead: each Lua function activation its code
+** size (what it can run without jumping back), each loop iteration the
+** length of its body, each C function call one, and work done in C what
+** it allocates ('countalloc'). It checks the count at every backward jump
+** and at the start of every function, Lua or C, which any code that runs
+** without end keeps doing (Lua code that C calls over and over, such as
+** a metamethod or a 'table.sort' comparator, included), and calls this
+** when the count is used up. The charges bound from above the
+** instructions that run, so the hook runs at least as often as stock
+** Lua's. The caller has saved 'pc' and made 'L->top' safe to use. A count
+** hook may not yield here (the interpreter cannot resume in the middle of
+** a jump or a call); it is an error.
 */
 void luaG_countevent (lua_State *L) {
   resethookcount(L);
+  if (l_unlikely(L->status != LUA_OK))  /* closing a dead thread's slots? */
+    return;  /* no handler would catch an error the hook raised */
   luaD_hook(L, LUA_HOOKCOUNT, -1, 0, 0);
   if (l_unlikely(L->status == LUA_YIELD)) {
     L->status = LUA_OK;
     luaG_runerror(L, "a count hook cannot yield");
+  }
+}
+
+
+/*
+** toolcell: the count check at the start of a Lua function ('ci'), whose
+** size is already charged. As 'luaD_hookcall' does for the call hook,
+** the hook sees the function at its first instruction. A vararg function
+** is checked at its VARARGPREP instead, once its frame is set up, and a
+** function resumed after a yield at its next check (the count stays used
+** up until then).
+*/
+void luaG_countentry (lua_State *L, CallInfo *ci) {
+  Proto *p = ci_func(ci)->p;
+  if (ci->u.l.savedpc == p->code && !p->is_vararg) {
+    ci->u.l.savedpc++;  /* hooks assume 'pc' is already incremented */
+    luaG_countevent(L);
+    ci->u.l.savedpc--;  /* correct 'pc' */
   }
 }

@@ -26,13 +26,43 @@
 */
 #define tracehooks(L)	((L)->hookmask & (LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE))
 
-/* toolcell: charges 'n' instructions to the count hook, without checking it */
-#define countcharge(L,n)  \
-	{ if ((L)->hookmask & LUA_MASKCOUNT) (L)->hookcount -= (n); }
-
 /* toolcell: charges 'n' instructions; true when the count hook is due */
 #define countdue(L,n)  \
 	(l_unlikely((L)->hookmask & LUA_MASKCOUNT) && ((L)->hookcount -= (n)) <= 0)
+
+/*
+** toolcell: charges 'n' instructions' worth of work done in C, without
+** calling the hook (the next check does). It stops charging once the
+** count is used up, so the count cannot overflow ('n' < MAX_INT / 2).
+*/
+#define countwork(L,n)  \
+	{ if (((L)->hookmask & LUA_MASKCOUNT) && (L)->hookcount > 0) \
+	    (L)->hookcount -= (n); }
+
+/*
+** toolcell: the bytes a C function allocates that count as one
+** instruction. Work done in C without calling back into Lua (building a
+** long string, growing a table) shows in what it allocates.
+*/
+#define COUNTBYTES	64
+
+/* toolcell: charges an allocation of 'size' bytes */
+#define countalloc(L,size)  \
+	countwork(L, ((size) / COUNTBYTES >= cast_sizet(MAX_INT / 2)) \
+	             ? MAX_INT / 2 : cast_int((size) / COUNTBYTES))
+
+/*
+** toolcell: values of 'allowhook'. Stock Lua turns every hook off while a
+** hook or a finalizer runs; toolcell keeps the count hook in finalizers,
+** where it is what stops a finalizer that never ends.
+*/
+#define HOOKSOFF	0
+#define HOOKSON	1
+#define HOOKSCOUNTONLY	2
+
+/* toolcell: whether hook 'event' may run now */
+#define hookallowed(L,event)  ((L)->allowhook == HOOKSON || \
+	((L)->allowhook == HOOKSCOUNTONLY && (event) == LUA_HOOKCOUNT))
 
 /*
 ** mark for entries in 'lineinfo' array that has absolute information in
@@ -73,6 +103,7 @@ LUAI_FUNC const char *luaG_addinfo (lua_State *L, const char *msg,
 LUAI_FUNC l_noret luaG_errormsg (lua_State *L);
 LUAI_FUNC int luaG_traceexec (lua_State *L, const Instruction *pc);
 LUAI_FUNC void luaG_countevent (lua_State *L);
+LUAI_FUNC void luaG_countentry (lua_State *L, CallInfo *ci);
 LUAI_FUNC int luaG_tracecall (lua_State *L);
 
 

@@ -354,7 +354,8 @@ void luaD_inctop (lua_State *L) {
 void luaD_hook (lua_State *L, int event, int line,
                               int ftransfer, int ntransfer) {
   lua_Hook hook = L->hook;
-  if (hook && L->allowhook) {  /* make sure there is a hook */
+  if (hook && hookallowed(L, event)) {  /* toolcell: see 'hookallowed' */
+    lu_byte oldallow = L->allowhook;  /* toolcell */
     int mask = CIST_HOOKED;
     CallInfo *ci = L->ci;
     ptrdiff_t top = savestack(L, L->top.p);  /* preserve original 'top' */
@@ -373,13 +374,14 @@ void luaD_hook (lua_State *L, int event, int line,
     luaD_checkstack(L, LUA_MINSTACK);  /* ensure minimum stack size */
     if (ci->top.p < L->top.p + LUA_MINSTACK)
       ci->top.p = L->top.p + LUA_MINSTACK;
-    L->allowhook = 0;  /* cannot call hooks inside a hook */
+    L->allowhook = HOOKSOFF;  /* cannot call hooks inside a hook */
     ci->callstatus |= mask;
     lua_unlock(L);
     (*hook)(L, &ar);
     lua_lock(L);
     lua_assert(!L->allowhook);
-    L->allowhook = 1;
+    L->allowhook = oldallow;  /* toolcell: stock Lua sets 1 (the only value
+                                 it may have had) */
     ci->top.p = restorestack(L, ci_top);
     L->top.p = restorestack(L, top);
     ci->callstatus &= ~mask;
@@ -551,6 +553,10 @@ l_sinline int precallC (lua_State *L, StkId func, int nresults,
     int narg = cast_int(L->top.p - func) - 1;
     luaD_hook(L, LUA_HOOKCALL, -1, 1, narg);
   }
+  /* toolcell: see 'luaG_countevent'; not in a finalizer written in C, which
+     an error would stop before it freed what it holds */
+  if (countdue(L, 1) && L->allowhook == HOOKSON)
+    luaG_countevent(L);
   lua_unlock(L);
   n = (*f)(L);  /* do the actual call */
   lua_lock(L);

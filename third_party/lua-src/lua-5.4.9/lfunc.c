@@ -237,6 +237,32 @@ StkId luaF_close (lua_State *L, StkId level, int status, int yy) {
 }
 
 
+/*
+** toolcell: closes the to-be-closed variables down to 'level' for
+** 'lua_settop', which stock Lua does in place. A thread that died with an
+** error keeps the frame it died in ('lua_resume'), and an embedder may
+** clear its stack from outside; if that frame is a Lua function's, its
+** variables are forgotten without calling their '__close' handlers,
+** which would run right there in the dead thread: with hooks still off
+** when a hook raised the error (nothing stops a handler that never ends),
+** and with no error handler to catch what a handler raises. A coroutine
+** that dies with an error does not close its variables in stock Lua
+** either, unless 'lua_closethread' is called; after this, it closes the
+** rest. The variables of a C function (a string buffer) are still
+** closed: their handlers are C code that frees memory.
+*/
+StkId luaF_closetop (lua_State *L, StkId level) {
+  if (L->status > LUA_YIELD && isLua(L->ci)) {  /* dead, in a Lua frame? */
+    luaF_closeupval(L, level);
+    while (L->tbclist.p >= level)
+      poptbclist(L);
+    return level;
+  }
+  lua_assert(L->ci->nresults < LUA_MULTRET);  /* a C function's slots */
+  return luaF_close(L, level, CLOSEKTOP, 0);
+}
+
+
 Proto *luaF_newproto (lua_State *L) {
   GCObject *o = luaC_newobj(L, LUA_VPROTO, sizeof(Proto));
   Proto *f = gco2p(o);

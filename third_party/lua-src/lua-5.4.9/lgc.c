@@ -920,7 +920,8 @@ static void GCTM (lua_State *L) {
     lu_byte oldah = L->allowhook;
     int oldgcstp  = g->gcstp;
     g->gcstp |= GCSTPGC;  /* avoid GC steps */
-    L->allowhook = 0;  /* stop debug hooks during GC metamethod */
+    /* toolcell: stop debug hooks during GC metamethod, but the count hook */
+    L->allowhook = HOOKSCOUNTONLY;
     setobj2s(L, L->top.p++, tm);  /* push finalizer... */
     setobj2s(L, L->top.p++, &v);  /* ... and its argument */
     L->ci->callstatus |= CIST_FIN;  /* will run a finalizer */

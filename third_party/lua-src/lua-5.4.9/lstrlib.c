@@ -355,6 +355,19 @@ static const luaL_Reg stringmetamethods[] = {
 #define CAP_POSITION	(-2)
 
 
+/*
+** toolcell: 'find', 'match', 'gmatch' and 'gsub' charge the count hook
+** one instruction per position of the subject they try, COUNTSTEP at a
+** time ('lua_countwork'), so that a search over a long subject, repeated,
+** stays under the deadline check. (Backtracking within one position is
+** not charged.)
+*/
+#define COUNTSTEP	256
+
+#define countstep(L,left)  \
+	{ if (--(left) == 0) { lua_countwork(L, COUNTSTEP); (left) = COUNTSTEP; } }
+
+
 typedef struct MatchState {
   const char *src_init;  /* init of source string */
   const char *src_end;  /* end ('\0') of source string */
@@ -795,9 +808,11 @@ static int str_find_aux (lua_State *L, int find) {
     if (anchor) {
       p++; lp--;  /* skip anchor character */
     }
+    int left = COUNTSTEP;  /* toolcell */
     prepstate(&ms, L, s, ls, p, lp);
     do {
       const char *res;
+      countstep(L, left);  /* toolcell */
       reprepstate(&ms);
       if ((res=match(&ms, s1, p)) != NULL) {
         if (find) {
@@ -837,9 +852,11 @@ typedef struct GMatchState {
 static int gmatch_aux (lua_State *L) {
   GMatchState *gm = (GMatchState *)lua_touserdata(L, lua_upvalueindex(3));
   const char *src;
+  int left = COUNTSTEP;  /* toolcell */
   gm->ms.L = L;
   for (src = gm->src; src <= gm->ms.src_end; src++) {
     const char *e;
+    countstep(L, left);  /* toolcell */
     reprepstate(&gm->ms);
     if ((e = match(&gm->ms, src, gm->p)) != NULL && e != gm->lastmatch) {
       gm->src = gm->lastmatch = e;
@@ -948,6 +965,7 @@ static int str_gsub (lua_State *L) {
   int anchor = (*p == '^');
   lua_Integer n = 0;  /* replacement count */
   int changed = 0;  /* change flag */
+  int left = COUNTSTEP;  /* toolcell */
   MatchState ms;
   luaL_Buffer b;
   luaL_argexpected(L, tr == LUA_TNUMBER || tr == LUA_TSTRING ||
@@ -960,6 +978,7 @@ static int str_gsub (lua_State *L) {
   prepstate(&ms, L, src, srcl, p, lp);
   while (n < max_s) {
     const char *e;
+    countstep(L, left);  /* toolcell */
     reprepstate(&ms);  /* (re)prepare state for new match */
     if ((e = match(&ms, src, p)) != NULL && e != lastmatch) {  /* match? */
       n++;

@@ -469,6 +469,7 @@ LUA_API void (lua_sethook) (lua_State *L, lua_Hook func, int mask, int count);
 LUA_API lua_Hook (lua_gethook) (lua_State *L);
 LUA_API int (lua_gethookmask) (lua_State *L);
 LUA_API int (lua_gethookcount) (lua_State *L);
+LUA_API void (lua_countwork) (lua_State *L, int n);  /* toolcell */
 
 LUA_API int (lua_setcstacklimit) (lua_State *L, unsigned int limit);
 

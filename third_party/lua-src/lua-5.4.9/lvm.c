@@ -1111,18 +1111,6 @@ void luaV_finishOp (lua_State *L) {
 	    updatebase(ci); } }
 
 
-/*
-** toolcell: check the count hook before a call (the callee charges its
-** own instructions when it starts). 'L->top' marks the end of the
-** arguments ('luaD_hook' keeps them); the hook may move the stack, so 'ra'
-** is computed again.
-*/
-#define countcall(ci)  \
-	{ if (countdue(L, 0)) { \
-	    luaG_countevent(L); \
-	    updatebase(ci); ra = RA(i); } }
-
-
 /* for test instructions, execute the jump instruction that follows it */
 #define donextjump(ci)	{ Instruction ni = *pc; dojump(ci, ni, 1); }
 
@@ -1193,8 +1181,10 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
 #include "ljumptab.h"
 #endif
  startfunc:
+  /* toolcell: the function's size is charged and checked at its start */
+  if (countdue(L, clLvalue(s2v(ci->func.p))->p->sizecode))
+    luaG_countentry(L, ci);
   trap = tracehooks(L);  /* toolcell: the count hook needs no 'trap' */
-  countcharge(L, clLvalue(s2v(ci->func.p))->p->sizecode);  /* toolcell */
  returning:  /* trap already set */
   cl = ci_func(ci);
   k = cl->p->k;
@@ -1715,7 +1705,6 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
           L->top.p = ra + b;  /* top signals number of arguments */
         /* else previous instruction set top */
         savepc(L);  /* in case of errors */
-        countcall(ci);
         if ((newci = luaD_precall(L, ra, nresults)) == NULL)
           updatetrap(ci);  /* C call; nothing else to be done */
         else {  /* Lua call: run function in this same C frame */
@@ -1736,7 +1725,6 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
         else  /* previous instruction set top */
           b = cast_int(L->top.p - ra);
         savepc(ci);  /* several calls here can raise errors */
-        countcall(ci);
         if (TESTARG_k(i)) {
           luaF_closeupval(L, base);  /* close upvalues from current call */
           lua_assert(L->tbclist.p < base);  /* no pending tbc variables */
@@ -1926,6 +1914,10 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
         if (l_unlikely(trap)) {  /* previous "Protect" updated trap */
           luaD_hookcall(L, ci);
           L->oldpc = 1;  /* next opcode will be seen as a "new" line */
+        }
+        if (countdue(L, 0)) {  /* toolcell: see 'luaG_countentry' */
+          luaG_countevent(L);
+          updatetrap(ci);
         }
         updatebase(ci);  /* function has new base after adjustment */
         vmbreak;

@@ -1,0 +1,207 @@
+//! The patched interpreter proven against stock Lua: every program of
+//! `tests/differential/corpus/` runs on stock Lua 5.4.9 built from the unpatched
+//! sources (crates.io lua-src 551.0.2, which `tools/bootstrap` fetches), on toolcell's
+//! patched copy (`third_party/lua-src`) built the same way, both natively and under a
+//! count hook, and on the patched copy inside the Lua guest, as a plugin's load-time
+//! code. All three must print exactly the same.
+//!
+//! A program prints with `print`, which here collects its lines (the guest's own `print`
+//! writes to the debug log); the collected text is the tool result of a tool the program
+//! registers at its end. The prefix that sets this up shares the program's first line,
+//! so error messages name the program's own lines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use toolcell::limits::{Limits, MIB};
+use toolcell_tests::{Fixture, call};
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/differential/corpus");
+const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/differential/driver.c");
+const STOCK_MANIFEST: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/differential/stock-lua/Cargo.toml"
+);
+const PATCHED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../third_party/lua-src");
+
+/// Prepended to each program, on its first line: `print` collects into `__DIFF`.
+const PREFIX: &str = "__DIFF = {}; print = (function(pack, tostring, concat, out) \
+    return function(...) local t = pack(...) for i = 1, t.n do t[i] = tostring(t[i]) end \
+    out[#out + 1] = concat(t, \"\\t\", 1, t.n) end end)(table.pack, tostring, table.concat, \
+    __DIFF); ";
+
+/// The script run everywhere for the program `name`.
+fn script(name: &str, program: &str) -> String {
+    format!(
+        "{PREFIX}{program}\nclm.tool_register(\"{name}\", {{ invoke = function(_, ctx) \
+         ctx:complete(table.concat(__DIFF, \"\\n\")) end }})\n"
+    )
+}
+
+/// The corpus: (name, program), by name.
+fn corpus() -> Vec<(String, String)> {
+    let mut programs: Vec<(String, String)> = std::fs::read_dir(CORPUS)
+        .expect("the corpus directory")
+        .map(|entry| entry.expect("a corpus entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
+        .map(|path| {
+            let name = path
+                .file_stem()
+                .and_then(|stem| stem.to_str())
+                .expect("a UTF-8 file name")
+                .to_string();
+            let program = std::fs::read_to_string(&path).expect("a readable program");
+            (name, program)
+        })
+        .collect();
+    programs.sort();
+    programs
+}
+
+/// Where cargo keeps the stock lua-src crate: its `lua-5.4.9` directory.
+fn stock_sources() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .arg("--manifest-path")
+        .arg(STOCK_MANIFEST)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "the stock Lua sources are not fetched (run tools/bootstrap): {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let manifest = metadata["packages"]
+        .as_array()
+        .and_then(|packages| {
+            packages
+                .iter()
+                .find(|package| package["name"] == "lua-src")
+                .and_then(|package| package["manifest_path"].as_str())
+        })
+        .expect("lua-src among the packages");
+    Path::new(manifest)
+        .parent()
+        .expect("the crate directory")
+        .join("lua-5.4.9")
+}
+
+/// Builds the native driver against the Lua sources in `sources` (compiled as one unit
+/// with toolcell's `unity/onelua.c`, which only includes them), with Lua's internal
+/// assertions and API checks on.
+fn build_driver(sources: &Path, output: &Path) {
+    let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let status = Command::new(compiler)
+        .args(["-std=gnu99", "-O0", "-w"])
+        .args(["-DLUA_USE_LINUX", "-DLUA_COMPAT_5_3"])
+        .args(["-DLUAI_ASSERT", "-DLUA_USE_APICHECK"])
+        .arg("-I")
+        .arg(sources)
+        .arg(DRIVER)
+        .arg(Path::new(PATCHED).join("unity/onelua.c"))
+        .args(["-lm", "-ldl", "-o"])
+        .arg(output)
+        .status()
+        .expect("the C compiler runs");
+    assert!(status.success(), "building {}", output.display());
+}
+
+/// What the native driver at `driver` prints for `script` (written to `file`).
+fn run_native(driver: &Path, file: &Path, name: &str) -> String {
+    let output = Command::new(driver)
+        .arg(file)
+        .arg(format!("@{name}.lua"))
+        .output()
+        .expect("the driver runs");
+    assert!(
+        output.status.success(),
+        "{} on {name}: {}",
+        driver.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The first line where `a` and `b` differ, for the failure message.
+fn first_difference(a: &str, b: &str) -> String {
+    let (mut left, mut right) = (a.lines(), b.lines());
+    for number in 1.. {
+        match (left.next(), right.next()) {
+            (Some(x), Some(y)) if x == y => continue,
+            (None, None) => return "no difference".to_string(),
+            (x, y) => return format!("line {number}: {x:?} vs {y:?}"),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patched_lua_prints_what_stock_lua_prints_natively_and_in_the_guest() {
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("differential");
+    std::fs::create_dir_all(&work).expect("a work directory");
+    let stock_driver = work.join("lua-stock");
+    let patched_driver = work.join("lua-patched");
+    let stock = stock_sources();
+    let patched = Path::new(PATCHED).join("lua-5.4.9");
+    std::thread::scope(|scope| {
+        scope.spawn(|| build_driver(&stock, &stock_driver));
+        build_driver(&patched, &patched_driver);
+    });
+
+    let programs = corpus();
+    assert!(programs.len() >= 8, "the corpus is there");
+    let plugins: Vec<(String, String)> = programs
+        .iter()
+        .map(|(name, program)| (format!("{name}.lua"), script(name, program)))
+        .collect();
+    let borrowed: Vec<(&str, &str)> = plugins
+        .iter()
+        .map(|(file, text)| (file.as_str(), text.as_str()))
+        .collect();
+    let fixture = Fixture::new(&borrowed);
+    // Room for deep recursion and a stack overflow, which stock Lua reaches at a
+    // million stack slots, and time for the programs to run at load.
+    let limits = Limits {
+        load_timeout: std::time::Duration::from_secs(60),
+        ..Limits::default().with_memory(96 * MIB)
+    };
+    let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
+    assert!(
+        runtime.diagnostics().is_empty(),
+        "{:?}",
+        runtime.diagnostics()
+    );
+
+    let mut failures = Vec::new();
+    for ((name, _), (file, text)) in programs.iter().zip(&plugins) {
+        let path = work.join(file);
+        std::fs::write(&path, text).expect("the script is written");
+        let from_stock = run_native(&stock_driver, &path, name);
+        let from_patched = run_native(&patched_driver, &path, name);
+        let outcome = call(&runtime, name, "{}").await;
+        let in_guest = match outcome.failure() {
+            None => outcome.output().unwrap_or_default().to_string(),
+            Some(message) => format!("failed: {message}"),
+        };
+        if from_patched != from_stock {
+            failures.push(format!(
+                "{name}: patched native differs from stock: {}",
+                first_difference(&from_stock, &from_patched)
+            ));
+        }
+        if in_guest != from_stock {
+            failures.push(format!(
+                "{name}: the guest differs from stock: {}",
+                first_difference(&from_stock, &in_guest)
+            ));
+        }
+        assert!(
+            !from_stock.starts_with("error:") && !from_stock.is_empty(),
+            "{name} should run to its end and print: {from_stock}"
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
