@@ -149,16 +149,22 @@ pub fn bounded_message(message: String) -> String {
     if message.len() <= MAX_MESSAGE_BYTES {
         return message;
     }
-    let mut end = MAX_MESSAGE_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
     format!(
         "{}… [cut: the message was {} bytes; at most {} is kept]",
-        &message[..end],
+        prefix_within(&message, MAX_MESSAGE_BYTES),
         message.len(),
         format_bytes(MAX_MESSAGE_BYTES as u64)
     )
+}
+
+/// The longest start of `text` that is at most `limit` bytes and ends on a character
+/// boundary.
+pub fn prefix_within(text: &str, limit: usize) -> &str {
+    let mut end = limit.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The most tools one plugin may register: more would flood the model's tool list,

@@ -665,6 +665,26 @@ fn an_unknown_tool_is_a_usage_error_with_a_suggestion() {
 }
 
 #[test]
+fn a_hidden_tool_is_unknown_to_call_unless_include_hidden() {
+    let plugins = plugin_dir(&[(
+        "helpers.lua",
+        r#"clm.tool_register("internal", { hidden = true, invoke = function(_, ctx) ctx:complete("reached") end })"#,
+    )]);
+    let refused = run(toolcell()
+        .args(["call", "--plugins"])
+        .arg(plugins.path())
+        .arg("internal"));
+    let line = refused.usage_error();
+    assert!(line.contains("unknown tool 'internal'"), "{refused}");
+    let reached = run(toolcell()
+        .args(["call", "--include-hidden", "--plugins"])
+        .arg(plugins.path())
+        .arg("internal"));
+    assert_eq!(reached.code, Some(0), "{reached}");
+    assert_eq!(reached.stdout, "reached\n", "{reached}");
+}
+
+#[test]
 fn arguments_that_are_not_a_json_object_are_a_usage_error() {
     let plugins = plugin_dir(&[("echo.lua", MARKING_PLUGIN)]);
     let root = temp_dir();
@@ -1220,7 +1240,7 @@ clm.tool_register("internal", { description = "hidden", hidden = true, invoke = 
         list("mcp"),
         vec![
             json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema }),
-            json!({ "name": "bare", "inputSchema": empty }),
+            json!({ "name": "bare", "description": "bare", "inputSchema": empty }),
         ]
     );
     let (_, json_output) = list_json(

@@ -45,6 +45,10 @@ impl bindings::Guest for LuaGuest {
     fn prepare() -> Result<(), String> {
         runtime::prepare()
     }
+
+    fn lua_memory() -> u64 {
+        runtime::lua_memory()
+    }
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -18,6 +18,7 @@ use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
+use crate::log_listener::LogListener;
 use crate::manifest::sidecar_path;
 use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
@@ -64,6 +65,7 @@ pub struct RuntimeBuilder {
     pins: Pins,
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
+    log_listener: Option<Arc<dyn LogListener>>,
     cache: CodeCache,
     /// `None`: the configuration's, or the cache's `results/`.
     results: Option<Option<ResultStore>>,
@@ -81,6 +83,7 @@ impl Default for RuntimeBuilder {
             pins: Pins::default(),
             trust: None,
             debug_log: DebugLog::path_from_env(),
+            log_listener: None,
             cache: CodeCache::from_env(),
             results: None,
         }
@@ -166,6 +169,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Tells `listener` every line plugins log (`ctx:log`, `print`, `warn`), besides
+    /// the debug log; with one, plugins always report their log to the host.
+    pub fn log_listener(mut self, listener: Arc<dyn LogListener>) -> Self {
+        self.log_listener = Some(listener);
+        self
+    }
+
     /// Where compiled code is cached (default: see [`CodeCache::from_env`]).
     pub fn cache(mut self, cache: CodeCache) -> Self {
         self.cache = cache;
@@ -222,6 +232,7 @@ impl RuntimeBuilder {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
             debug_log,
+            log_listener: self.log_listener,
         };
         let policy = Policy {
             capabilities: CapabilityPolicy::new(self.limits, self.config, self.command_line),

@@ -36,7 +36,7 @@ use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
 use crate::results::{self, ResultError, ResultStore};
-use crate::sandbox::PluginHandle;
+use crate::sandbox::{MemoryUse, PluginHandle};
 use crate::validation::ArgumentValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -81,15 +81,16 @@ pub struct PluginInfo {
 pub enum InvokeError {
     /// The tool belongs to a plugin that did not load (or a registration the host
     /// refused); `reason` says why.
-    #[error("tool '{name}' is unavailable: {reason}")]
+    #[error("tool {} is unavailable: {reason}", quoted_name(name))]
     Unavailable {
         /// The name asked for.
         name: String,
         /// The diagnostic that explains it.
         reason: String,
     },
-    /// No loaded plugin registered this tool.
-    #[error("unknown tool '{name}'{}", suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
+    /// No loaded plugin registered this tool (or it is hidden, and the call was made
+    /// with [`CallOptions::refuse_hidden`]).
+    #[error("unknown tool {}{}", quoted_name(name), suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
     UnknownTool {
         /// The name asked for.
         name: String,
@@ -105,6 +106,45 @@ pub enum InvokeError {
         message: String,
     },
 }
+
+/// How a call is made, beyond its tool and arguments ([`Runtime::call_with`]).
+#[derive(Debug, Default)]
+pub struct CallOptions {
+    /// The id the call takes, reserved with [`Runtime::reserve_call_id`] so that the
+    /// caller can be ready for what the call does (say, its log) before it starts;
+    /// none: a fresh one.
+    pub id: Option<ReservedCallId>,
+    /// Refuse a hidden tool as unknown. Hidden tools are for plugin code, not for a
+    /// model: MCP clients and `toolcell call` (without `--include-hidden`) get this.
+    pub refuse_hidden: bool,
+}
+
+/// A call id handed out by [`Runtime::reserve_call_id`], for one call.
+#[derive(Debug)]
+pub struct ReservedCallId(u64);
+
+impl ReservedCallId {
+    /// The id (what [`Call::id`] will say).
+    pub fn get(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A tool name as errors quote it: at most its first [`SHOWN_NAME_CHARS`] characters,
+/// escaped, since a name a client sent can be anything.
+fn quoted_name(name: &str) -> String {
+    let count = name.chars().count();
+    let shown: String = name.chars().take(SHOWN_NAME_CHARS).collect();
+    let shown = shown.escape_debug();
+    if count > SHOWN_NAME_CHARS {
+        format!("'{shown}…' (a name of {count} characters)")
+    } else {
+        format!("'{shown}'")
+    }
+}
+
+/// How much of an unknown tool's name an error quotes.
+const SHOWN_NAME_CHARS: usize = 64;
 
 /// Loaded plugins and their tools.
 ///
@@ -181,6 +221,20 @@ impl Runtime {
             Ok(store) => store.get(id),
             Err(reason) => Err(ResultError::NoStore(reason.to_string())),
         }
+    }
+
+    /// How much memory plugin `plugin` (its id) holds: a future that resolves once
+    /// the plugin's running step is done, and does not borrow the runtime. `None` when
+    /// no loaded plugin with tools has that id; the future gives `None` while the
+    /// plugin has no instance (it crashed and could not be restarted).
+    pub fn memory(&self, plugin: &str) -> Option<impl Future<Output = Option<MemoryUse>> + use<>> {
+        let handle = self
+            .entries
+            .iter()
+            .find(|entry| entry.handle.name() == plugin)?
+            .handle
+            .clone();
+        Some(async move { handle.memory().await })
     }
 
     /// The plugin directories, in load order, as given to the builder.
@@ -358,9 +412,22 @@ impl Runtime {
     /// plugin code that runs on past its first yield to the executor, a few
     /// milliseconds, continues as a task of the runtime the plugin was loaded on.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
-        let index = *self
+        self.call_with(tool, args_json, CallOptions::default())
+    }
+
+    /// As [`Runtime::call`], as `options` say.
+    pub fn call_with(
+        &self,
+        tool: &str,
+        args_json: &str,
+        options: CallOptions,
+    ) -> Result<Call, InvokeError> {
+        let callable = |info: &ToolInfo| !(options.refuse_hidden && info.hidden);
+        let index = self
             .by_name
             .get(tool)
+            .copied()
+            .filter(|&index| callable(&self.tools[index]))
             .ok_or_else(|| match self.unavailable.get(tool) {
                 Some(reason) => InvokeError::Unavailable {
                     name: tool.to_string(),
@@ -368,13 +435,22 @@ impl Runtime {
                 },
                 None => InvokeError::UnknownTool {
                     name: tool.to_string(),
-                    suggestion: closest(tool, self.tools.iter().map(|tool| tool.name.as_str())),
+                    suggestion: closest(
+                        tool,
+                        self.tools
+                            .iter()
+                            .filter(|info| callable(info))
+                            .map(|info| info.name.as_str()),
+                    ),
                 },
             })?;
         let info = &self.tools[index];
         let entry = &self.entries[index];
         self.check_arguments(tool, args_json, entry.validator.as_deref())?;
-        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let id = match options.id {
+            Some(ReservedCallId(id)) => id,
+            None => self.next_call.fetch_add(1, Ordering::Relaxed),
+        };
         let outcome = entry
             .handle
             .start(id, tool, args_json.to_string(), info.timeout);
@@ -390,6 +466,11 @@ impl Runtime {
             },
             keeping: None,
         })
+    }
+
+    /// An id for a call not made yet ([`CallOptions::id`]): unique within the runtime.
+    pub fn reserve_call_id(&self) -> ReservedCallId {
+        ReservedCallId(self.next_call.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Calls `tool` and waits for its outcome.

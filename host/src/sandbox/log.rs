@@ -1,5 +1,6 @@
 //! A plugin's log: what `ctx:log`, `print` and `warn` write (the `log` host import)
-//! passes here, the one way to every sink (the debug log file), under the plugin's
+//! passes here, the one way to every sink (the debug log file and the embedder's
+//! [`LogListener`], such as the MCP server), under the plugin's
 //! log budget: so many bytes per call (and for the load), and a rate for the plugin as
 //! a whole. Bytes are counted as written, each line with its prefix, so a message of
 //! newlines costs what it fills. What goes over is dropped whole line by whole line;
@@ -12,13 +13,14 @@ use std::time::{Instant, SystemTime};
 use super::ops::CallId;
 use crate::debug_log::DebugLog;
 use crate::limits::{LogBudget, format_bytes};
+use crate::log_listener::LogListener;
 
 /// One plugin's log.
-#[derive(Debug)]
 pub struct PluginLog {
     plugin: String,
     budget: LogBudget,
     sink: Option<Arc<DebugLog>>,
+    listener: Option<Arc<dyn LogListener>>,
     spent: Mutex<Spent>,
 }
 
@@ -42,14 +44,20 @@ struct CallSpent {
 }
 
 impl PluginLog {
-    /// The log of plugin `plugin`, writing to `sink` (none: the log is off) within
-    /// `budget`.
-    pub fn new(plugin: &str, budget: LogBudget, sink: Option<Arc<DebugLog>>) -> Self {
+    /// The log of plugin `plugin`, writing to the debug log `sink` and to `listener`
+    /// (neither: the log is off) within `budget`.
+    pub fn new(
+        plugin: &str,
+        budget: LogBudget,
+        sink: Option<Arc<DebugLog>>,
+        listener: Option<Arc<dyn LogListener>>,
+    ) -> Self {
         let bucket = budget.burst_bytes as f64;
         PluginLog {
             plugin: plugin.to_string(),
             budget,
             sink,
+            listener,
             spent: Mutex::new(Spent {
                 calls: HashMap::new(),
                 bucket,
@@ -60,15 +68,15 @@ impl PluginLog {
 
     /// Whether anything is written at all (the plugin is told at load).
     pub fn is_on(&self) -> bool {
-        self.sink.is_some()
+        self.sink.is_some() || self.listener.is_some()
     }
 
     /// Writes `message` for `call` (`None`: the load), one stamped line per line, as
     /// far as the budget allows.
     pub fn write(&self, call: Option<CallId>, message: &str) {
-        let Some(sink) = &self.sink else {
+        if !self.is_on() {
             return;
-        };
+        }
         let prefix = self.prefix();
         let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
         spent.refill(&self.budget);
@@ -113,7 +121,14 @@ impl PluginLog {
         }
         spent.bucket -= text.len() as f64;
         drop(spent);
-        if !text.is_empty() {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(listener) = &self.listener {
+            let kept = if written_all { message } else { &message[..taken] };
+            listener.log(&self.plugin, call, kept.strip_suffix('\n').unwrap_or(kept));
+        }
+        if let Some(sink) = &self.sink {
             sink.write(text);
         }
     }
@@ -121,9 +136,9 @@ impl PluginLog {
     /// The call (`None`: the load) has ended: says how much of its log was dropped,
     /// if any, in one line.
     pub fn end(&self, call: Option<CallId>) {
-        let Some(sink) = &self.sink else {
+        if !self.is_on() {
             return;
-        };
+        }
         let ended = self
             .spent
             .lock()
@@ -151,13 +166,18 @@ impl PluginLog {
                 format_bytes(self.budget.burst_bytes as u64)
             ));
         }
-        sink.write(format!(
-            "{}[log cut: {} bytes in {} messages of {of} were dropped; {}]\n",
-            self.prefix(),
+        let notice = format!(
+            "[log cut: {} bytes in {} messages of {of} were dropped; {}]",
             ended.dropped_bytes,
             ended.dropped_messages,
             limits.join("; ")
-        ));
+        );
+        if let Some(listener) = &self.listener {
+            listener.log(&self.plugin, call, &notice);
+        }
+        if let Some(sink) = &self.sink {
+            sink.write(format!("{}{notice}\n", self.prefix()));
+        }
     }
 
     fn prefix(&self) -> String {
@@ -198,7 +218,7 @@ mod tests {
     fn logged(budget: LogBudget, write: impl FnOnce(&PluginLog)) -> String {
         let dir = tempfile::tempdir().expect("temp dir");
         let sink = Arc::new(DebugLog::open(&dir.path().join("debug.log")).expect("log"));
-        let log = PluginLog::new("p", budget, Some(sink.clone()));
+        let log = PluginLog::new("p", budget, Some(sink.clone()), None);
         write(&log);
         read_when_closed(&dir, log, sink)
     }

@@ -31,13 +31,14 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 pub use actor::{PluginHandle, spawn_plugin};
-pub use instance::{LoadFailure, PluginPre};
+pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
 
 use crate::debug_log::DebugLog;
 use crate::files::Files;
 use crate::grants::Grants;
 use crate::http::PluginHttp;
+use crate::log_listener::LogListener;
 use interrupts::Interrupts;
 use log::PluginLog;
 
@@ -100,6 +101,8 @@ pub struct SharedServices {
     pub files: Files,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
+    /// Who else hears what plugins log.
+    pub log_listener: Option<Arc<dyn LogListener>>,
 }
 
 /// Everything a plugin's sandbox needs to know about its plugin; shared by the actor
@@ -136,6 +139,7 @@ impl PluginContext {
             &name,
             grants.limits().log.clone(),
             services.debug_log.clone(),
+            services.log_listener.clone(),
         );
         PluginContext {
             name,

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use super::PluginContext;
-use super::instance::{Crash, Instance, PluginPre, Step};
+use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
@@ -292,6 +292,19 @@ impl Supervisor {
                 host_call.finish(outcome);
             }
             Err(crash) => self.crashed(crash, Some(host_call)).await,
+        }
+    }
+
+    /// How much memory the instance holds; none while it has none (it crashed and
+    /// could not be restarted, or crashed answering this).
+    pub async fn memory(&mut self) -> Option<MemoryUse> {
+        let instance = self.instance.as_mut()?;
+        match instance.memory().await {
+            Ok(memory) => Some(memory),
+            Err(crash) => {
+                self.crashed(crash, None).await;
+                None
+            }
         }
     }
 
