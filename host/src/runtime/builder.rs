@@ -18,7 +18,9 @@ use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
+use crate::log_listener::LogListener;
 use crate::manifest::sidecar_path;
+use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
 use crate::trusted::{self, TrustedPaths};
@@ -65,6 +67,9 @@ pub struct RuntimeBuilder {
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
     engine: Option<Engine>,
+    log_listener: Option<Arc<dyn LogListener>>,
+    /// `None`: the configuration's, or the engine cache's `results/`.
+    results: Option<Option<ResultStore>>,
 }
 
 impl RuntimeBuilder {
@@ -154,6 +159,21 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Tells `listener` every line plugins log (`ctx:log`, `print`, `warn`), besides
+    /// the debug log; with one, plugins always report their log to the host.
+    pub fn log_listener(mut self, listener: Arc<dyn LogListener>) -> Self {
+        self.log_listener = Some(listener);
+        self
+    }
+
+    /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
+    /// them nowhere). Default: the configuration's `[output] results_dir`, else
+    /// `results/` in the directory of the engine's compiled-code cache.
+    pub fn result_store(mut self, store: Option<ResultStore>) -> Self {
+        self.results = Some(store);
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
@@ -164,6 +184,11 @@ impl RuntimeBuilder {
             None => Engine::new(Options::default())?,
         };
         let trusted = self.trusted_paths(&engine);
+        let results: Result<Arc<ResultStore>, Arc<str>> =
+            match self.result_store_or_default(&engine) {
+                Some(store) => Ok(Arc::new(store)),
+                None => Err("no result store is set".into()),
+            };
         let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
         let files = dirs.discover()?;
         let debug_log = match &self.debug_log {
@@ -195,6 +220,7 @@ impl RuntimeBuilder {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
             debug_log,
+            log_listener: self.log_listener,
         };
         let policy = Policy {
             capabilities: CapabilityPolicy::new(self.limits, self.config, self.command_line),
@@ -227,6 +253,8 @@ impl RuntimeBuilder {
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
+            run: rand_core::RngCore::next_u32(&mut rand_core::OsRng),
+            results,
             max_args_bytes,
             dirs,
             loader,
@@ -260,7 +288,19 @@ impl RuntimeBuilder {
         if let Some(path) = &self.debug_log {
             trusted.add("the debug log", path);
         }
+        if let Some(store) = self.result_store_or_default(engine) {
+            trusted.add("the result store", store.dir());
+        }
         trusted
+    }
+
+    /// The result store set, else the configuration's, else `results/` in the
+    /// engine's cache.
+    fn result_store_or_default(&self, engine: &Engine) -> Option<ResultStore> {
+        match &self.results {
+            Some(store) => store.clone(),
+            None => self.config.result_store(engine.cache().dir()),
+        }
     }
 }
 
