@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! [tools.weather]            # becomes clm.config in the plugin whose id (for a .lua
-//! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
+//! api_key = "..."            # without a manifest: its file stem as an id) or one of whose tools is `weather`
 //!
 //! [limits]                   # every plugin (all keys optional)
 //! memory_mib = 8

@@ -109,19 +109,9 @@ pub async fn inspect(path: &Path, engine: &Engine) -> Result<Report, InspectErro
         diagnostics: Vec::new(),
     };
     if is_lua {
-        let stem = path
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let sidecar = manifest::sidecar_path(path);
-        report.manifest = match std::fs::read_to_string(&sidecar) {
-            Ok(text) => Manifest::parse_sidecar(&text, &stem)
-                .map_err(|error| format!("{}: {error}", sidecar.display())),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Manifest::clm_default(&stem))
-            }
-            Err(error) => Err(format!("cannot read {}: {error}", sidecar.display())),
-        };
+        report.manifest = manifest::read_sidecar(path)
+            .and_then(|sidecar| manifest::lua_plugin_manifest(path, sidecar.as_ref()))
+            .map_err(|error| error.to_string());
     } else {
         let artifact = Artifact::parse(&bytes).map_err(|source| InspectError::NotAComponent {
             path: path.to_path_buf(),

@@ -54,6 +54,7 @@ mod source;
 pub mod trusted;
 mod validation;
 pub mod wit_version;
+mod wording;
 
 pub use engine::Engine;
 pub use log_listener::LogListener;

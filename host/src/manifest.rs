@@ -17,6 +17,8 @@
 //! A `.wasm` plugin carries it in a custom section named [`MANIFEST_SECTION`]. A `.lua`
 //! plugin may have one beside it (`NAME.lua.toml`, see [`sidecar_path`]); without one it
 //! gets [`Manifest::clm_default`], which asks for what clm-tool(5) gives every plugin.
+//! Loading, `inspect` and `pack` all take a `.lua` plugin's manifest from
+//! [`lua_plugin_manifest`], so they agree on it and on its id ([`lua_id`]).
 //! What a plugin finally gets is the intersection with the user's policy (`grants`).
 
 use std::fmt;
@@ -26,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::FileAccess;
 use crate::http::HostGrant;
+use crate::wording::file_name;
 
 /// The name of the custom section that holds a `.wasm` plugin's manifest.
 pub const MANIFEST_SECTION: &str = "toolcell-manifest";
@@ -140,17 +143,18 @@ struct CapabilitiesDocument {
 enum Omitted<'a> {
     /// A `.wasm` plugin's manifest: `id` and `version` are required.
     Required,
-    /// A sidecar of `NAME.lua`: the id defaults to NAME, the version to 0.0.0.
+    /// A sidecar of a `.lua` plugin: the id defaults to the one given (the file's
+    /// [`lua_id`]), the version to 0.0.0.
     LuaFile(&'a str),
 }
 
 impl Manifest {
-    /// The manifest of a `.lua` plugin without a sidecar: its file stem as the id, and
-    /// what clm-tool(5) gives every plugin (HTTP per the user's policy, read-write
+    /// The manifest of a `.lua` plugin without a sidecar: `id` (the file's [`lua_id`])
+    /// and what clm-tool(5) gives every plugin (HTTP per the user's policy, read-write
     /// access to the file root, the user's memory and time limits).
-    pub fn clm_default(stem: &str) -> Manifest {
+    pub fn clm_default(id: &str) -> Manifest {
         Manifest {
-            id: stem.to_string(),
+            id: id.to_string(),
             version: semver::Version::new(0, 0, 0),
             description: String::new(),
             capabilities: Capabilities {
@@ -168,10 +172,11 @@ impl Manifest {
         Self::parse_with(text, Omitted::Required)
     }
 
-    /// Parses the sidecar of the Lua plugin `stem.lua`: `id` defaults to `stem` and
-    /// `version` to 0.0.0; capabilities it does not ask for are not granted.
-    pub fn parse_sidecar(text: &str, stem: &str) -> Result<Manifest, ManifestError> {
-        Self::parse_with(text, Omitted::LuaFile(stem))
+    /// Parses the sidecar of a Lua plugin: `id` defaults to `default_id` (the file's
+    /// [`lua_id`]) and `version` to 0.0.0; capabilities it does not ask for are not
+    /// granted.
+    pub fn parse_sidecar(text: &str, default_id: &str) -> Result<Manifest, ManifestError> {
+        Self::parse_with(text, Omitted::LuaFile(default_id))
     }
 
     /// Parses manifest bytes (a custom section's content), which must be UTF-8.
@@ -186,7 +191,7 @@ impl Manifest {
             toml::from_str(text).map_err(|error| ManifestError(toml_error(&error)))?;
         let id = match (document.id, &omitted) {
             (Some(id), _) => id,
-            (None, Omitted::LuaFile(stem)) => stem.to_string(),
+            (None, Omitted::LuaFile(default_id)) => default_id.to_string(),
             (None, Omitted::Required) => {
                 return Err(ManifestError("the manifest has no `id`".to_string()));
             }
@@ -299,6 +304,93 @@ pub fn sidecar_path(lua_file: &Path) -> PathBuf {
     let mut name = lua_file.as_os_str().to_os_string();
     name.push(".toml");
     PathBuf::from(name)
+}
+
+/// The id of the Lua plugin `lua_file` when no manifest names one: its file stem made
+/// a valid id (letters in lower case, any other character an id cannot hold as `_`,
+/// at most [`MAX_ID_LEN`] characters). clm loads every `*.lua` file whatever its name,
+/// so a name is never a reason to refuse one; `Hello.lua` is the plugin `hello`.
+pub fn lua_id(lua_file: &Path) -> String {
+    let stem = lua_file
+        .file_stem()
+        .map(|stem| stem.to_string_lossy())
+        .unwrap_or_default();
+    let id: String = stem
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_') => c,
+            _ => '_',
+        })
+        .take(MAX_ID_LEN)
+        .collect();
+    if id.is_empty() { "_".to_string() } else { id }
+}
+
+/// A Lua plugin's sidecar manifest that could not be used; the plugin's file is named
+/// by whoever reports it, so these name the sidecar by its file name.
+#[derive(Debug, thiserror::Error)]
+pub enum SidecarError {
+    /// It exists but could not be read.
+    #[error("cannot read its manifest {}: {source}", file_name(path))]
+    Unreadable {
+        /// The sidecar.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not UTF-8 text.
+    #[error("its manifest {} is not UTF-8 text", file_name(path))]
+    NotText {
+        /// The sidecar.
+        path: PathBuf,
+    },
+    /// It is not a valid manifest.
+    #[error("its manifest {}: {source}", file_name(path))]
+    Invalid {
+        /// The sidecar.
+        path: PathBuf,
+        /// Which field and why.
+        source: ManifestError,
+    },
+}
+
+/// A manifest file as read, before it is parsed (so that its digest can be checked
+/// against a pin first).
+#[derive(Debug)]
+pub struct ManifestFile {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Reads the sidecar of the Lua plugin `lua_file`; `None` when it has none.
+pub fn read_sidecar(lua_file: &Path) -> Result<Option<ManifestFile>, SidecarError> {
+    let path = sidecar_path(lua_file);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(Some(ManifestFile { path, bytes })),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SidecarError::Unreadable { path, source }),
+    }
+}
+
+/// The manifest of the Lua plugin `lua_file`: `sidecar`'s (its own, or one given in its
+/// place) with [`lua_id`] as the id it leaves out, or without one clm's defaults.
+pub fn lua_plugin_manifest(
+    lua_file: &Path,
+    sidecar: Option<&ManifestFile>,
+) -> Result<Manifest, SidecarError> {
+    let id = lua_id(lua_file);
+    let Some(sidecar) = sidecar else {
+        return Ok(Manifest::clm_default(&id));
+    };
+    let text = std::str::from_utf8(&sidecar.bytes).map_err(|_| SidecarError::NotText {
+        path: sidecar.path.clone(),
+    })?;
+    Manifest::parse_sidecar(text, &id).map_err(|source| SidecarError::Invalid {
+        path: sidecar.path.clone(),
+        source,
+    })
 }
 
 /// toml's errors span several lines (a source snippet); keep the reason and position.
@@ -415,5 +507,21 @@ mod tests {
             sidecar_path(Path::new("/p/hello.lua")),
             PathBuf::from("/p/hello.lua.toml")
         );
+    }
+
+    #[test]
+    fn a_lua_file_name_becomes_a_valid_id() {
+        let id = |name: &str| lua_id(Path::new(name));
+        assert_eq!(id("dir/weather.lua"), "weather");
+        assert_eq!(id("Hello.lua"), "hello");
+        assert_eq!(id("my tool (v2).lua"), "my_tool__v2_");
+        assert_eq!(id("wetter-ä.lua"), "wetter-_");
+        assert_eq!(
+            id(&format!("{}.lua", "x".repeat(80))),
+            "x".repeat(MAX_ID_LEN)
+        );
+        for name in ["Hello.lua", "my tool (v2).lua", "wetter-ä.lua"] {
+            assert_eq!(check_id(&id(name)), Ok(()), "{name}");
+        }
     }
 }

@@ -17,7 +17,7 @@ use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
 use crate::engine::Engine;
 use crate::guest::LUA_GUEST_WASM;
 use crate::inspect;
-use crate::manifest::{self, MANIFEST_SECTION, Manifest};
+use crate::manifest::{self, MANIFEST_SECTION, Manifest, ManifestFile};
 use crate::wit_version;
 
 /// Why a plugin could not be packed; the text says what and where.
@@ -71,65 +71,45 @@ pub fn with_manifest(component: &[u8], manifest: &Manifest) -> Result<Packed, Pa
 
 /// Packs `input` (a `.lua` script or a `.wasm` component). The manifest comes from
 /// `manifest_file`; else, for a script, from its sidecar `NAME.lua.toml` or clm's
-/// defaults with NAME as the id; a component without `manifest_file` keeps the
-/// manifest it has.
+/// defaults, as loading the script takes it (`manifest::lua_plugin_manifest`); a
+/// component without `manifest_file` keeps the manifest it has.
 pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, PackError> {
     let read = |path: &Path| {
         std::fs::read(path)
             .map_err(|error| PackError(format!("cannot read {}: {error}", path.display())))
     };
     let bytes = read(input)?;
-    let stem = input
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let is_lua = input
+    if input
         .extension()
-        .is_some_and(|extension| extension == "lua");
-    let given = match manifest_file {
-        Some(path) => Some((path.to_path_buf(), read(path)?)),
-        None if is_lua => {
-            let sidecar = manifest::sidecar_path(input);
-            sidecar
-                .is_file()
-                .then(|| read(&sidecar).map(|text| (sidecar, text)))
-                .transpose()?
-        }
-        None => None,
-    };
-    let manifest = match &given {
-        Some((path, text)) => {
-            let text = std::str::from_utf8(text)
-                .map_err(|_| PackError(format!("{}: not UTF-8 text", path.display())))?;
-            let parsed = if is_lua {
-                Manifest::parse_sidecar(text, &stem)
-            } else {
-                Manifest::parse(text)
-            };
-            Some(parsed.map_err(|error| PackError(format!("{}: {error}", path.display())))?)
-        }
-        None => None,
-    };
-    if is_lua {
-        let manifest = match manifest {
-            Some(manifest) => manifest,
-            None => {
-                manifest::check_id(&stem).map_err(|error| {
-                    PackError(format!(
-                        "the file name cannot be the plugin's id ({error}); give a manifest \
-                         with --manifest or {}",
-                        manifest::sidecar_path(input).display()
-                    ))
-                })?;
-                Manifest::clm_default(&stem)
-            }
+        .is_some_and(|extension| extension == "lua")
+    {
+        let sidecar = match manifest_file {
+            Some(path) => Some(ManifestFile {
+                path: path.to_path_buf(),
+                bytes: read(path)?,
+            }),
+            None => manifest::read_sidecar(input).map_err(|error| PackError(error.to_string()))?,
         };
+        let manifest = manifest::lua_plugin_manifest(input, sidecar.as_ref())
+            .map_err(|error| PackError(error.to_string()))?;
         return Ok(Packed {
             bytes: pack_lua(&bytes, &manifest)?,
             manifest,
             dropped_signatures: 0,
         });
     }
+    let manifest = match manifest_file {
+        Some(path) => {
+            let text = read(path)?;
+            let text = std::str::from_utf8(&text)
+                .map_err(|_| PackError(format!("{}: not UTF-8 text", path.display())))?;
+            Some(
+                Manifest::parse(text)
+                    .map_err(|error| PackError(format!("{}: {error}", path.display())))?,
+            )
+        }
+        None => None,
+    };
     match manifest {
         Some(manifest) => with_manifest(&bytes, &manifest),
         None => {

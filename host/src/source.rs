@@ -20,6 +20,7 @@ use crate::manifest::{self, Manifest};
 use crate::runtime::{DiagnosticKind, Severity};
 use crate::signature::{PublicKey, SIGNING_UNAVAILABLE, TrustPolicy, UnsignedPolicy, Verdict};
 use crate::wit_version;
+use crate::wording::file_name;
 
 /// The code of a plugin.
 pub(crate) enum Code {
@@ -105,43 +106,21 @@ fn read_lua(path: &Path, script: Vec<u8>, admission: &Admission<'_>) -> Result<S
              (pack it with `toolcell pack`, then `toolcell sign` the .wasm)",
         ));
     }
-    let stem = path
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let sidecar = manifest::sidecar_path(path);
-    let manifest = match std::fs::read(&sidecar) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Manifest::clm_default(&stem),
-        Err(error) => {
-            return Err(refuse(
-                DiagnosticKind::ManifestInvalid,
-                format!("cannot read its manifest {}: {error}", file_name(&sidecar)),
-            ));
-        }
-        Ok(bytes) => {
-            admission
-                .pins
-                .check(&sidecar, &sha256_hex(&bytes))
-                .map_err(|mismatch| {
-                    refuse(
-                        DiagnosticKind::DigestMismatch,
-                        format!("its manifest {}: {mismatch}", file_name(&sidecar)),
-                    )
-                })?;
-            let text = String::from_utf8(bytes).map_err(|_| {
+    let sidecar = manifest::read_sidecar(path)
+        .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?;
+    if let Some(sidecar) = &sidecar {
+        admission
+            .pins
+            .check(&sidecar.path, &sha256_hex(&sidecar.bytes))
+            .map_err(|mismatch| {
                 refuse(
-                    DiagnosticKind::ManifestInvalid,
-                    format!("its manifest {} is not UTF-8 text", file_name(&sidecar)),
+                    DiagnosticKind::DigestMismatch,
+                    format!("its manifest {}: {mismatch}", file_name(&sidecar.path)),
                 )
             })?;
-            Manifest::parse_sidecar(&text, &stem).map_err(|error| {
-                refuse(
-                    DiagnosticKind::ManifestInvalid,
-                    format!("its manifest {}: {error}", file_name(&sidecar)),
-                )
-            })?
-        }
-    };
+    }
+    let manifest = manifest::lua_plugin_manifest(path, sidecar.as_ref())
+        .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?;
     Ok(Source {
         manifest,
         code: Code::EmbeddedLua,
@@ -243,10 +222,4 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
         signer,
         warnings,
     })
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

@@ -8,6 +8,8 @@
 
 use serde_json::Value;
 
+use crate::wording::json_kind;
+
 /// The most problems one error message lists; the rest are counted.
 pub const MAX_LISTED: usize = 10;
 
@@ -94,7 +96,7 @@ impl ValidatorCompiler {
         if !schema.is_object() {
             return Err(UnusableSchema(Problems::new(vec![format!(
                 "a params_schema must be a JSON object, not {}",
-                describe(schema)
+                json_kind(schema)
             )])));
         }
         let patterns = jsonschema::PatternOptions::fancy_regex()
@@ -188,17 +190,6 @@ fn describe_problem(error: &jsonschema::ValidationError<'_>, pointer: &str) -> S
 /// `text` with line breaks escaped, so that every message stays one line.
 fn one_line(text: &str) -> String {
     text.replace('\r', "\\r").replace('\n', "\\n")
-}
-
-fn describe(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -81,9 +81,10 @@ impl Fixture {
     /// the fixture's form is [`Form::Packed`].
     pub fn add_plugin(&self, name: &str, source: &str) {
         let (file, bytes) = match (self.form, name.strip_suffix(".lua")) {
-            (Form::Packed, Some(stem)) => {
+            (Form::Packed, Some(_)) => {
+                let id = toolcell::manifest::lua_id(Path::new(name));
                 let packed =
-                    toolcell::pack::pack_lua(source.as_bytes(), &Manifest::clm_default(stem))
+                    toolcell::pack::pack_lua(source.as_bytes(), &Manifest::clm_default(&id))
                         .expect("the Lua plugin packs");
                 (self.file_name(name), packed)
             }

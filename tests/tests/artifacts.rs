@@ -78,6 +78,47 @@ async fn a_packed_plugin_carries_its_manifest_and_the_host_enforces_it() {
     );
 }
 
+/// Loading, `inspect` and `pack` take a `.lua` file's manifest from one definition: a
+/// file name that is not an id (`Hello.lua`) gives the same id everywhere, one that
+/// `pack` can embed and a packed plugin's loader accepts.
+#[tokio::test]
+async fn a_lua_file_named_unlike_an_id_has_one_id_when_loaded_inspected_and_packed() {
+    let fixture = Fixture::new(&[]);
+    fixture.add_plugin("Hello World.lua", HELLO);
+    let script = fixture.plugin_dir().join("Hello World.lua");
+
+    let runtime = fixture.load().await;
+    assert!(
+        runtime.diagnostics().is_empty(),
+        "{:?}",
+        runtime.diagnostics()
+    );
+    assert_eq!(runtime.plugins()[0].manifest.id, "hello_world");
+
+    let engine = toolcell_tests::engine();
+    let report = toolcell::inspect::inspect(&script, &engine)
+        .await
+        .expect("inspects");
+    assert_eq!(
+        report
+            .manifest
+            .as_ref()
+            .map(|manifest| manifest.id.as_str()),
+        Ok("hello_world")
+    );
+    assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
+
+    let packed = pack::pack_file(&script, None).expect("packs");
+    assert_eq!(packed.manifest.id, "hello_world");
+    let diagnostics = pack::check(&packed.bytes, "Hello World.wasm", &engine)
+        .await
+        .expect("checks");
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let packed_fixture = fixture_with(&[("Hello World.wasm", &packed.bytes)]);
+    let runtime = packed_fixture.load().await;
+    assert_eq!(runtime.plugins()[0].manifest.id, "hello_world");
+}
+
 #[tokio::test]
 async fn a_wasm_without_a_usable_manifest_is_refused() {
     let bytes = packed("hello");

@@ -38,6 +38,7 @@ use crate::output::{self, Kept, OutputLimits};
 use crate::results::{self, ResultError, ResultStore};
 use crate::sandbox::{MemoryUse, PluginHandle};
 use crate::validation::ArgumentValidator;
+use crate::wording::{file_name, json_kind};
 
 pub use builder::{BuildError, RuntimeBuilder};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
@@ -529,23 +530,6 @@ fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &Plugin, 
         unavailable
             .entry(name.to_string())
             .or_insert_with(|| reason.to_string());
-    }
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 
