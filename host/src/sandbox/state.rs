@@ -150,11 +150,10 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn http_start(&mut self, call: u64, request: HttpRequest) -> Result<u64, String> {
-        let method = match request.method.as_str() {
-            "GET" => Method::Get,
-            "POST" => Method::Post,
-            other => return Err(format!("unsupported HTTP method {other:?}")),
-        };
+        let method: Method = request
+            .method
+            .parse()
+            .map_err(|error: http::HttpError| error.to_string())?;
         self.ops
             .admit(call, true)
             .map_err(|refused| refused.to_string())?;
