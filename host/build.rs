@@ -27,6 +27,7 @@ fn main() {
         "lua-guest/csrc",
         "lua-guest/build.rs",
         "lua-guest/Cargo.toml",
+        "limits",
         "wit",
         "tools",
         // The Lua sources, and the guest profile and dependency versions: the inner

@@ -95,16 +95,12 @@ pub fn load(request: LoadRequest, plugin: fn() -> Plugin) -> Result<Vec<ToolSpec
 
 /// Tool names are 1 to 64 letters, digits, `_` or `-`, as every model provider accepts.
 fn check_name(name: &str) -> Result<(), String> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if valid {
+    if toolcell_limits::is_valid_tool_name(name) {
         Ok(())
     } else {
         Err(format!(
-            "tool name {name:?} must be 1 to 64 letters, digits, '_' or '-'"
+            "tool name {name:?} must be 1 to {} letters, digits, '_' or '-'",
+            toolcell_limits::MAX_TOOL_NAME
         ))
     }
 }

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-/// One mebibyte.
-pub const MIB: u64 = 1024 * 1024;
+pub use toolcell_limits::{MAX_JSON_BYTES, MAX_TOOLS_PER_PLUGIN, MIB, format_bytes};
 
 /// Limits for one plugin. The defaults are clm-tool(5)'s where it names one (8 MiB of
 /// memory, 500 ms for load-time code, 30 s per call) and generous backstops elsewhere.
@@ -48,7 +47,7 @@ impl Default for Limits {
             call_timeout: Duration::from_secs(30),
             fuel: 100_000_000_000,
             deadline_grace: Duration::from_millis(200),
-            max_args_bytes: 2 * MIB as usize,
+            max_args_bytes: MAX_JSON_BYTES,
             max_pending_ops: 65_536,
             max_crashes: 5,
             crash_window: Duration::from_secs(60),
@@ -126,18 +125,6 @@ impl Limits {
     }
 }
 
-/// Formats a byte count the way limits appear in messages ("8 MiB", "512 KiB").
-pub fn format_bytes(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB", bytes / KIB)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 /// The most of a failure message a plugin may hand the model (and the user): a
 /// failure explains, it does not carry data, and a multi-megabyte one would flood the
 /// model's context.
@@ -166,10 +153,6 @@ pub fn prefix_within(text: &str, limit: usize) -> &str {
     }
     &text[..end]
 }
-
-/// The most tools one plugin may register: more would flood the model's tool list,
-/// and no honest plugin comes near it.
-pub const MAX_TOOLS_PER_PLUGIN: usize = 1000;
 
 #[cfg(test)]
 mod tests {

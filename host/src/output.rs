@@ -120,7 +120,7 @@ pub fn shown(cut: &Cut<'_>, kept: &Kept<'_>) -> String {
 
 fn bytes(count: usize) -> String {
     match format_bytes(count as u64) {
-        exact if exact.ends_with("bytes") => exact,
+        exact if !exact.ends_with("iB") => exact,
         rounded => format!("{count} bytes ({rounded})"),
     }
 }

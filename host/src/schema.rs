@@ -31,18 +31,7 @@ const NAME_MAPS: [&str; 6] = [
     "dependentRequired",
 ];
 
-/// Longest tool name: names are `[A-Za-z0-9_-]{1,64}`, valid function names for every
-/// model provider's tool schema.
-pub const MAX_TOOL_NAME: usize = 64;
-
-/// Whether `name` may name a tool.
-pub fn is_valid_tool_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_TOOL_NAME
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
-}
+pub use toolcell_limits::{MAX_TOOL_NAME, is_valid_tool_name};
 
 /// Turns empty objects into empty arrays where the schema keyword requires an array.
 pub fn repair(schema: Value) -> Value {

@@ -16,12 +16,7 @@ use crate::{json, ops, sandbox, tasks, watchdog};
 /// The runtime's Lua code (see prelude.lua).
 const PRELUDE: &str = include_str!("prelude.lua");
 
-/// Longest tool name; names are `[A-Za-z0-9_-]` so they are valid function names for
-/// every model provider's tool schema.
-const MAX_TOOL_NAME: usize = 64;
-
-/// The most tools one plugin may register (the host enforces the same bound).
-const MAX_TOOLS: usize = 1000;
+use toolcell_limits::{MAX_TOOL_NAME, MAX_TOOLS_PER_PLUGIN, is_valid_tool_name};
 
 /// The tools a plugin registered, in registration order.
 #[derive(Default)]
@@ -267,10 +262,12 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             format!("clm.tool_register('{name}'): tools can only be registered at load time"),
         ));
     }
-    if registry.specs.len() >= MAX_TOOLS {
+    if registry.specs.len() >= MAX_TOOLS_PER_PLUGIN {
         return Err(api_error(
             lua,
-            format!("clm.tool_register: a plugin may register at most {MAX_TOOLS} tools"),
+            format!(
+                "clm.tool_register: a plugin may register at most {MAX_TOOLS_PER_PLUGIN} tools"
+            ),
         ));
     }
     if registry.by_name.contains_key(&name) {
@@ -308,12 +305,7 @@ fn tool_name(lua: &Lua, name: Value) -> mlua::Result<String> {
         ));
     };
     let name = name.to_string_lossy();
-    let valid = !name.is_empty()
-        && name.len() <= MAX_TOOL_NAME
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
-    if !valid {
+    if !is_valid_tool_name(&name) {
         return Err(api_error(
             lua,
             format!(

@@ -17,7 +17,7 @@ use crate::errors::type_name;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// Largest input json.decode accepts (2 MiB), per clm-tool(5).
-pub const MAX_DECODE_BYTES: usize = 2 * 1024 * 1024;
+pub const MAX_DECODE_BYTES: usize = toolcell_limits::MAX_JSON_BYTES;
 
 /// Deepest nesting of arrays/objects accepted by decode and produced by encode.
 ///
@@ -102,8 +102,9 @@ pub fn encode(lua: &Lua, value: &Value, max_bytes: usize) -> Result<String, Stri
 pub fn decode(lua: &Lua, text: &[u8]) -> Result<Value, String> {
     if text.len() > MAX_DECODE_BYTES {
         return Err(format!(
-            "input is {} bytes, larger than the limit of {MAX_DECODE_BYTES} bytes (2 MiB)",
-            text.len()
+            "input is {} bytes, larger than the limit of {MAX_DECODE_BYTES} bytes ({})",
+            text.len(),
+            toolcell_limits::format_bytes(MAX_DECODE_BYTES as u64)
         ));
     }
     // Fetched when the first array is decoded: tool arguments are objects, often with

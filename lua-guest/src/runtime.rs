@@ -50,19 +50,6 @@ pub fn memory_limit(lua: &Lua) -> usize {
         .map_or(0, |settings| settings.memory_limit)
 }
 
-/// Formats a byte count the way limits are written in messages ("8 MiB").
-pub fn format_bytes(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    const KIB: usize = 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB", bytes / KIB)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 /// Creates the Lua state with the sandboxed libraries and the whole plugin API, before
 /// any plugin is known. The host calls this once through the `prepare` export and
 /// snapshots the instance (wasmtime-wizer), so every plugin instance starts with this

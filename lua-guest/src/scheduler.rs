@@ -430,7 +430,7 @@ pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
         let limit = crate::runtime::memory_limit(lua);
         return format!(
             "out of memory: the plugin reached its memory limit of {}",
-            crate::runtime::format_bytes(limit)
+            toolcell_limits::format_bytes(limit as u64)
         );
     }
     errors::message(error)

@@ -1,6 +1,8 @@
 //! Why a request failed, worded for the plugin (`client_error.rs` sorts the client's
 //! failures into these reasons).
 
+use crate::limits::format_bytes;
+
 /// Why a request failed. `Display` is the one-line message the plugin sees; each
 /// message names what failed and, where it helps, the host involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,32 +39,12 @@ pub enum HttpError {
     Other(String),
 }
 
-/// `4 MiB`, `512 KiB` or `1000 bytes`.
-pub(crate) fn format_bytes(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    const MIB: u64 = 1024 * 1024;
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
-        format!("{} KiB", bytes / KIB)
-    } else if bytes == 1 {
-        "1 byte".to_owned()
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn sizes_read_well() {
-        assert_eq!(format_bytes(4 * 1024 * 1024), "4 MiB");
-        assert_eq!(format_bytes(512 * 1024), "512 KiB");
-        assert_eq!(format_bytes(1000), "1000 bytes");
-        assert_eq!(format_bytes(1), "1 byte");
-        assert_eq!(format_bytes(0), "0 bytes");
+    fn a_body_over_the_limit_names_it() {
         assert_eq!(
             HttpError::TooLarge {
                 limit: 4 * 1024 * 1024

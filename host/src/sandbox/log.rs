@@ -292,7 +292,7 @@ mod tests {
         assert!((3..=4).contains(&written), "{lines:?}");
         assert!(
             lines.last().expect("a line").ends_with(
-                "messages of call 9 were dropped; the plugin may write 1 bytes/s, 300 bytes at once]"
+                "messages of call 9 were dropped; the plugin may write 1 byte/s, 300 bytes at once]"
             ),
             "{lines:?}"
         );
