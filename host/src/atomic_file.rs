@@ -1,4 +1,7 @@
-//! Files toolcell writes (plugins, lock files, keys) are written whole or not at all.
+//! Files toolcell writes (plugins, lock files, keys, cache entries, stored results) are
+//! written whole or not at all: through a temporary file in the same directory, renamed
+//! into place. (A plugin's own writes go through its file root instead, `files.rs`,
+//! which must not leave the root by a path.)
 
 use std::path::{Path, PathBuf};
 
@@ -6,9 +9,9 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Readers {
     /// Everyone (0644): plugins, lock files.
+    #[cfg_attr(not(any(feature = "cli", feature = "oci")), allow(dead_code))]
     Everyone,
-    /// Only the owner (0600): secret keys (`toolcell keygen`, with the `cli` feature).
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    /// Only the owner (0600): secret keys, the code cache, stored results.
     Owner,
 }
 
@@ -16,13 +19,31 @@ pub enum Readers {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {}: {source}", path.display())]
 pub struct WriteError {
-    path: PathBuf,
-    source: std::io::Error,
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub source: std::io::Error,
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory, so a
 /// failure never leaves half a file (or destroys the file being replaced).
 pub fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(), WriteError> {
+    write(path, bytes, readers, Replace::Yes)
+}
+
+/// As [`write_atomically`], but only when `path` does not exist yet: when another
+/// process made it first, the error's kind is `AlreadyExists` and its file stays.
+pub fn create_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(), WriteError> {
+    write(path, bytes, readers, Replace::No)
+}
+
+#[derive(PartialEq)]
+enum Replace {
+    Yes,
+    No,
+}
+
+fn write(path: &Path, bytes: &[u8], readers: Readers, replace: Replace) -> Result<(), WriteError> {
     let failed = |source| WriteError {
         path: path.to_path_buf(),
         source,
@@ -47,6 +68,11 @@ pub fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(
     std::io::Write::write_all(&mut temp, bytes)
         .and_then(|()| temp.as_file().sync_all())
         .map_err(failed)?;
-    temp.persist(path).map_err(|error| failed(error.error))?;
+    if replace == Replace::Yes {
+        temp.persist(path).map_err(|error| failed(error.error))?;
+    } else {
+        temp.persist_noclobber(path)
+            .map_err(|error| failed(error.error))?;
+    }
     Ok(())
 }

@@ -25,12 +25,14 @@
 
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
+
+use crate::atomic_file::{Readers, create_atomically, write_atomically};
 
 /// The log target of the notice a compilation gives.
 pub const NOTICE_TARGET: &str = "toolcell::compile";
@@ -162,7 +164,7 @@ impl CodeCache {
             }
         }
         let component = compile()?;
-        if let Err(error) = store(&component, dir, &entry, &name, mac_key) {
+        if let Err(error) = store(&component, &entry, &name, mac_key) {
             tracing::debug!("could not write cache entry {}: {error:#}", entry.display());
         }
         Ok(component)
@@ -290,24 +292,13 @@ fn deserialize(engine: &wasmtime::Engine, file: &File, body: &[u8]) -> wasmtime:
 }
 
 /// Writes the entry with its MAC, through a temporary file renamed into place.
-fn store(
-    component: &Component,
-    dir: &Path,
-    entry: &Path,
-    name: &str,
-    key: &MacKey,
-) -> wasmtime::Result<()> {
+fn store(component: &Component, entry: &Path, name: &str, key: &MacKey) -> wasmtime::Result<()> {
     let mut bytes = component.serialize()?;
     let tag = mac(key, name, &bytes);
     bytes.reserve_exact(TRAILER_LEN);
     bytes.extend_from_slice(MAC_MARKER);
     bytes.extend_from_slice(tag.as_bytes());
-    let mut temp = tempfile::Builder::new()
-        .prefix(".entry-")
-        .tempfile_in(dir)?;
-    temp.write_all(&bytes)?;
-    temp.as_file().sync_all()?;
-    temp.persist(entry).map_err(|error| error.error)?;
+    write_atomically(entry, &bytes, Readers::Owner)?;
     Ok(())
 }
 
@@ -342,20 +333,13 @@ fn read_or_create_key(dir: &Path) -> Result<MacKey, String> {
         .map_err(|error| format!("cannot draw a random key: {error}"))?;
     let cannot =
         |error: std::io::Error| format!("cannot create its key {}: {error}", path.display());
-    // tempfile creates the file with mode 0600.
-    let mut temp = tempfile::Builder::new()
-        .prefix(".key-")
-        .tempfile_in(dir)
-        .map_err(cannot)?;
-    temp.write_all(&key).map_err(cannot)?;
-    temp.as_file().sync_all().map_err(cannot)?;
-    match temp.persist_noclobber(&path) {
-        Ok(_) => Ok(MacKey(key)),
+    match create_atomically(&path, &key, Readers::Owner) {
+        Ok(()) => Ok(MacKey(key)),
         // Another process made the key first: use theirs.
-        Err(error) if error.error.kind() == std::io::ErrorKind::AlreadyExists => {
+        Err(error) if error.source.kind() == std::io::ErrorKind::AlreadyExists => {
             read_key(&path)?.ok_or_else(|| format!("its key {} vanished", path.display()))
         }
-        Err(error) => Err(cannot(error.error)),
+        Err(error) => Err(cannot(error.source)),
     }
 }
 

@@ -13,7 +13,6 @@
 //! `oci`.
 
 pub mod artifact;
-#[cfg(any(feature = "cli", feature = "oci"))]
 mod atomic_file;
 mod bindings;
 pub mod cache;

@@ -6,10 +6,10 @@
 //! A result's id is the runtime's run id and the call's id, `0a1b2c3d-17`: call ids
 //! start again at 1 in every run, and runs share the store.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::atomic_file::{Readers, write_atomically};
 use crate::cache::create_private_dir;
 use crate::limits::{MIB, format_bytes};
 
@@ -90,12 +90,8 @@ impl ResultStore {
         // Results may hold what a tool read for one user: only that user may read them.
         create_private_dir(&self.dir).map_err(io)?;
         self.make_room(bytes).map_err(io)?;
-        let mut temp = tempfile::Builder::new()
-            .prefix(".result")
-            .tempfile_in(&self.dir)
-            .map_err(io)?;
-        temp.write_all(text.as_bytes()).map_err(io)?;
-        temp.persist(&path).map_err(|error| io(error.error))?;
+        write_atomically(&path, text.as_bytes(), Readers::Owner)
+            .map_err(|error| io(error.source))?;
         Ok(path)
     }
 
