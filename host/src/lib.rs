@@ -21,6 +21,7 @@ pub mod cli;
 mod clock;
 pub mod config;
 mod debug_log;
+mod diagnostic;
 #[cfg(feature = "oci")]
 pub mod distribution;
 pub mod engine;
@@ -55,11 +56,12 @@ mod validation;
 pub mod wit_version;
 mod wording;
 
+pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use engine::Engine;
 pub use log_listener::LogListener;
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{
-    BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, PluginInfo,
-    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Severity, ToolInfo,
+    BuildError, Call, CallOptions, InvokeError, PluginInfo, PluginUpdate, ReservedCallId, Runtime,
+    RuntimeBuilder, ToolInfo,
 };
 pub use sandbox::MemoryUse;

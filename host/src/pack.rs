@@ -12,8 +12,8 @@
 
 use std::path::Path;
 
-use crate::Diagnostic;
 use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
+use crate::diagnostic::Diagnostic;
 use crate::engine::Engine;
 use crate::guest::LUA_GUEST_WASM;
 use crate::inspect;

@@ -14,10 +14,10 @@ use std::path::Path;
 
 use crate::artifact::Artifact;
 use crate::cache::sha256_hex;
+use crate::diagnostic::{DiagnosticKind, Severity};
 use crate::guest::LUA_GUEST_WASM;
 use crate::integrity::Pins;
 use crate::manifest::{self, Manifest};
-use crate::runtime::{DiagnosticKind, Severity};
 use crate::signature::{PublicKey, SIGNING_UNAVAILABLE, TrustPolicy, UnsignedPolicy, Verdict};
 use crate::wit_version;
 use crate::wording::file_name;

@@ -16,8 +16,8 @@ use crate::sandbox::{
 use crate::signature::TrustPolicy;
 use crate::source::{self, Admission, Code, Refusal};
 
-use super::diagnostic::{DiagnosticKind, Severity};
 use super::plugin::{Plugin, PluginFile};
+use crate::diagnostic::{DiagnosticKind, Severity};
 
 /// What the user's policy says, for every plugin of a runtime.
 pub(super) struct Policy {

@@ -14,7 +14,6 @@
 //! `plugin` checks what a load produced; this module keeps the registry and makes calls.
 
 mod builder;
-mod diagnostic;
 mod loader;
 mod offered;
 mod plugin;
@@ -40,8 +39,8 @@ use crate::sandbox::{MemoryUse, PluginHandle};
 use crate::validation::ArgumentValidator;
 use crate::wording::{file_name, json_kind};
 
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use builder::{BuildError, RuntimeBuilder};
-pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use plugin::PluginUpdate;
 
 use loader::Loader;

@@ -19,10 +19,10 @@ use crate::source::Refusal;
 use crate::validation::{ArgumentValidator, ValidatorCompiler};
 
 use super::builder::BuildError;
-use super::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use super::loader::{LoadReport, Loaded};
 use super::offered;
 use super::{PluginInfo, ToolInfo};
+use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
