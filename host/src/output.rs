@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::limits::format_bytes;
+use crate::limits::{format_bytes, prefix_within};
 
 /// The default [`OutputLimits::max_lines`].
 pub const DEFAULT_MAX_LINES: usize = 2000;
@@ -57,10 +57,7 @@ pub fn cut<'a>(text: &'a str, limits: &OutputLimits) -> Option<Cut<'a>> {
     if lines <= limits.max_lines && text.len() <= limits.max_bytes {
         return None;
     }
-    let mut end = text.len().min(limits.max_bytes);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let mut end = prefix_within(text, limits.max_bytes).len();
     if let Some((newline, _)) = text[..end]
         .match_indices('\n')
         .nth(limits.max_lines.saturating_sub(1))
@@ -130,11 +127,8 @@ pub fn cut_description(description: &str, max_bytes: usize) -> Option<String> {
     if description.len() <= max_bytes {
         return None;
     }
-    let mut end = max_bytes.saturating_sub('…'.len_utf8());
-    while !description.is_char_boundary(end) {
-        end -= 1;
-    }
-    Some(format!("{}…", &description[..end]))
+    let kept = prefix_within(description, max_bytes.saturating_sub('…'.len_utf8()));
+    Some(format!("{kept}…"))
 }
 
 #[cfg(test)]

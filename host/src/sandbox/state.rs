@@ -13,6 +13,7 @@ use super::ops::Operations;
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
 use crate::http::{self, Method};
+use crate::limits::prefix_within;
 
 /// The longest `timeout-note` kept: a sentence, not a payload.
 const MAX_TIMEOUT_NOTE: usize = 1024;
@@ -96,13 +97,7 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn timeout_note(&mut self, mut note: String) {
-        if note.len() > MAX_TIMEOUT_NOTE {
-            let mut end = MAX_TIMEOUT_NOTE;
-            while !note.is_char_boundary(end) {
-                end -= 1;
-            }
-            note.truncate(end);
-        }
+        note.truncate(prefix_within(&note, MAX_TIMEOUT_NOTE).len());
         self.timeout_note = Some(note);
     }
 
