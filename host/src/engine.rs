@@ -165,9 +165,9 @@ impl Engine {
                 let (engine, cache) = (self.clone(), cache.clone());
                 async move {
                     tokio::task::spawn_blocking(move || {
-                        let component =
-                            guest::compile(engine.wasmtime(), &cache, engine.options().snapshot)
-                                .map_err(|error| CodeError::LuaRuntime(format!("{error:#}")))?;
+                        let snapshot = engine.options().snapshot.then_some(run_once_engine as _);
+                        let component = guest::compile(engine.wasmtime(), &cache, snapshot)
+                            .map_err(|error| CodeError::LuaRuntime(format!("{error:#}")))?;
                         engine.link(&component)
                     })
                     .await
@@ -249,7 +249,7 @@ fn config(options: &Options, pooling: bool) -> Config {
 /// `prepare` step, see `snapshot.rs`): the same wasm features as a plugin engine, fuel
 /// as the only backstop, instances allocated on demand, and Cranelift without
 /// optimisations, which compiles the Lua runtime in about half the time.
-pub(crate) fn run_once_engine() -> wasmtime::Result<wasmtime::Engine> {
+fn run_once_engine() -> wasmtime::Result<wasmtime::Engine> {
     let options = Options {
         pooling: false,
         ..Options::default()

@@ -15,16 +15,19 @@ pub const LUA_GUEST_SHA256: &str = env!("TOOLCELL_LUA_GUEST_SHA256");
 /// snapshot costs a second compilation and saves a fraction of a millisecond per plugin
 /// load (docs/performance.md), so it is made only when the cache keeps it. It is an
 /// optimisation: if preparing fails, plugins still run on the plain guest, which builds
-/// its Lua state in `load`.
+/// its Lua state in `load`. `snapshot` makes the engine that runs `prepare` (once, and
+/// only when a snapshot is made); `None` makes none.
 pub fn compile(
     engine: &wasmtime::Engine,
     cache: &CodeCache,
-    snapshot: bool,
+    snapshot: Option<RunOnceEngine>,
 ) -> wasmtime::Result<Component> {
-    if snapshot && cache.is_usable() {
+    if let Some(run_once) = snapshot
+        && cache.is_usable()
+    {
         let prepare = || {
             cache.announce("the Lua runtime", LUA_GUEST_WASM.len());
-            prepare(engine)
+            prepare(engine, &run_once()?)
         };
         match cache.get_or_compile(engine, prepared_key, prepare) {
             Ok(component) => return Ok(component),
@@ -48,10 +51,14 @@ fn prepared_key() -> String {
     format!("{LUA_GUEST_SHA256}-prepared")
 }
 
-/// Runs the guest's `prepare` once and compiles the snapshot (see [`crate::snapshot`]).
-/// Called on the blocking pool, where waiting on the runtime is allowed.
-fn prepare(engine: &wasmtime::Engine) -> wasmtime::Result<Component> {
-    let wasm =
-        tokio::runtime::Handle::current().block_on(crate::snapshot::prepared(LUA_GUEST_WASM))?;
+/// Makes the engine for code that runs once and is thrown away (`engine::run_once_engine`).
+pub type RunOnceEngine = fn() -> wasmtime::Result<wasmtime::Engine>;
+
+/// Runs the guest's `prepare` once on `run_once` and compiles the snapshot on `engine`
+/// (see [`crate::snapshot`]). Called on the blocking pool, where waiting on the runtime
+/// is allowed.
+fn prepare(engine: &wasmtime::Engine, run_once: &wasmtime::Engine) -> wasmtime::Result<Component> {
+    let wasm = tokio::runtime::Handle::current()
+        .block_on(crate::snapshot::prepared(run_once, LUA_GUEST_WASM))?;
     Component::new(engine, &wasm)
 }

@@ -39,16 +39,16 @@ impl WasiView for Preparing {
     }
 }
 
-/// Runs `wasm`'s `prepare` export and returns the component rewritten to start from
+/// Runs `wasm`'s `prepare` export on `engine` (one for code that runs once: see
+/// `engine::run_once_engine`) and returns the component rewritten to start from
 /// the state it left.
-pub async fn prepared(wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
+pub async fn prepared(engine: &wasmtime::Engine, wasm: &[u8]) -> wasmtime::Result<Vec<u8>> {
     let mut wizer = Wizer::new();
     // Kept: wizer 48 drops the core module's export of the init function while the
     // component still lifts it, which makes the snapshot invalid. Calling `prepare` on
     // a prepared runtime does nothing.
     wizer.init_func(PREPARE).keep_init_func(true);
     let (context, instrumented) = wizer.instrument_component(wasm)?;
-    let engine = &crate::engine::run_once_engine()?;
     let component = Component::new(engine, &instrumented)?;
 
     let mut linker = Linker::new(engine);
