@@ -3,6 +3,15 @@
 //! ```toml
 //! [tools.weather]            # becomes clm.config in the plugin whose id (for a .lua
 //! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
+//! description = "..."        # also what the model reads about tool `weather` (a name,
+//!                            # path or alias), instead of the plugin's description
+//!
+//! [aliases]                  # the model sees (and calls) a tool under these names
+//! read_note = "acme/notes/note_read"   # a tool path, or a name
+//! get_note = "acme/notes/note_read"
+//!
+//! [output]                   # how plugins' output reaches the model
+//! untrusted = "envelope"     # or "plain" (the default); see `envelope`
 //!
 //! [limits]                   # every plugin (all keys optional)
 //! memory_mib = 8
@@ -32,6 +41,8 @@
 //! allow = ["api.weather.example"]
 //! [plugins.weather.files]
 //! access = "read-only"
+//! [plugins.weather.output]   # a trusted plugin's output stays plain
+//! untrusted = "plain"
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,18 +51,29 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::envelope::{OutputPolicy, UntrustedOutput};
 use crate::files::FileAccess;
 use crate::http::{HostGrant, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::manifest::check_id;
+use crate::names::split_path;
+use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 use crate::signature::TrustPolicy;
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// `[tools.NAME]`: each plugin's `clm.config`.
+    /// `[tools.NAME]`: each plugin's `clm.config`; a `description` there is also what
+    /// the model reads about tool NAME.
     #[serde(default)]
     pub tools: BTreeMap<String, toml::Table>,
+    /// `[aliases]`: ALIAS = "TOOL" (a path or a name); the model sees the tool as ALIAS.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+    /// `[output]` for every plugin.
+    #[serde(default)]
+    pub output: OutputSection,
     /// `[limits]` for every plugin.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -90,6 +112,14 @@ pub struct FilesSection {
 pub struct PluginFilesSection {
     /// The access allowed, over `[files]`.
     pub access: Option<FileAccess>,
+}
+
+/// `[output]`: how plugins' output reaches the model.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// Whether output is enveloped as untrusted; plain when absent.
+    pub untrusted: Option<UntrustedOutput>,
 }
 
 /// `[limits]`: overrides of the default limits.
@@ -136,7 +166,14 @@ pub struct PluginSection {
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
     pub files: PluginFilesSection,
+    /// How this plugin's output reaches the model, over `[output]`.
+    #[serde(default)]
+    pub output: OutputSection,
 }
+
+/// The key of `[tools.NAME]` the host reads as the tool's description; the plugin
+/// still finds it in `clm.config` with the rest of the table.
+const DESCRIPTION_KEY: &str = "description";
 
 /// A configuration file that could not be used; the text says what and where.
 #[derive(Debug, thiserror::Error)]
@@ -186,7 +223,60 @@ impl Config {
                 .policy(&[])
                 .map_err(|error| ConfigError(format!("[plugins.{name}.http] {error}")))?;
         }
+        for (alias, target) in &config.aliases {
+            if !is_valid_tool_name(alias) {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias:?} is not a valid tool name (use 1 to {MAX_TOOL_NAME} \
+                     letters, digits, '_' or '-')"
+                )));
+            }
+            let target_ok = match split_path(target) {
+                Some((id, tool)) => check_id(id).is_ok() && is_valid_tool_name(tool),
+                None => is_valid_tool_name(target),
+            };
+            if !target_ok {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias} = {target:?} names no tool: give a tool path \
+                     (PLUGIN-ID/TOOL) or a tool name"
+                )));
+            }
+        }
+        for (name, table) in &config.tools {
+            if let Some(description) = table.get(DESCRIPTION_KEY)
+                && !description.is_str()
+            {
+                return Err(ConfigError(format!(
+                    "[tools.{name}] description must be a string (what the model reads \
+                     about the tool), got a {}",
+                    description.type_str()
+                )));
+            }
+        }
         Ok(config)
+    }
+
+    /// The descriptions `[tools.NAME] description` gives, by NAME.
+    pub fn tool_descriptions(&self) -> HashMap<String, String> {
+        self.tools
+            .iter()
+            .filter_map(|(name, table)| {
+                let description = table.get(DESCRIPTION_KEY)?.as_str()?;
+                Some((name.clone(), description.to_string()))
+            })
+            .collect()
+    }
+
+    /// Which plugins' output is enveloped: `mode` (the command line) over `[output]`,
+    /// then each plugin's own `[plugins.ID.output]` over both.
+    pub fn output_policy(&self, mode: Option<UntrustedOutput>) -> OutputPolicy {
+        OutputPolicy {
+            mode: mode.or(self.output.untrusted).unwrap_or_default(),
+            plugins: self
+                .plugins
+                .iter()
+                .filter_map(|(id, plugin)| Some((id.clone(), plugin.output.untrusted?)))
+                .collect(),
+        }
     }
 
     /// Each `[tools.NAME]` table as JSON object text, as plugins receive it.

@@ -17,6 +17,7 @@ mod debug_log;
 #[cfg(feature = "oci")]
 pub mod distribution;
 pub mod engine;
+pub mod envelope;
 pub mod files;
 pub mod grants;
 mod guest;
@@ -26,6 +27,7 @@ pub mod integrity;
 pub mod limits;
 pub mod manifest;
 pub mod mcp;
+pub mod names;
 pub mod pack;
 pub mod reload;
 mod runtime;
@@ -35,12 +37,13 @@ pub mod schema;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod strict_schema;
 pub mod trusted;
 mod validation;
 pub mod wit_version;
 
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
-    RuntimeBuilder, Severity, ToolInfo,
+    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, ListedTool, PluginInfo,
+    PluginUpdate, Runtime, RuntimeBuilder, Scope, Session, Severity, ToolInfo,
 };
 pub use sandbox::CallOutcome;

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::runtime::ToolInfo;
+use crate::runtime::{ListedTool, ToolInfo};
 
 /// Keywords whose value is an array (JSON Schema 2020-12 and draft-07).
 const ARRAY_KEYWORDS: [&str; 8] = [
@@ -108,53 +108,47 @@ pub enum Format {
     Mcp,
 }
 
-/// The definitions of every tool that is not hidden, in load order, as a JSON array in
-/// `format`: what a provider's API takes as its list of tools.
-pub fn definitions(tools: &[ToolInfo], format: Format) -> Value {
+/// The definitions of `tools` (what a [`Session`](crate::Session) lists), in order, as
+/// a JSON array in `format`: what a provider's API takes as its list of tools.
+pub fn definitions(tools: &[ListedTool], format: Format) -> Value {
     let convert = match format {
         Format::OpenAi => openai_function,
         Format::Anthropic => anthropic_tool,
         Format::Mcp => mcp_tool,
     };
-    Value::Array(
-        tools
-            .iter()
-            .filter(|tool| !tool.hidden)
-            .map(convert)
-            .collect(),
-    )
+    Value::Array(tools.iter().map(convert).collect())
 }
 
 /// A tool as an OpenAI-style function definition (`description` always present, empty
-/// when the plugin gave none).
-pub fn openai_function(tool: &ToolInfo) -> Value {
+/// when there is none).
+pub fn openai_function(tool: &ListedTool) -> Value {
     json!({
         "type": "function",
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": parameters(tool),
+            "parameters": parameters(&tool.tool),
         }
     })
 }
 
-/// A tool as an Anthropic tool definition (no `description` when the plugin gave none).
-pub fn anthropic_tool(tool: &ToolInfo) -> Value {
+/// A tool as an Anthropic tool definition (no `description` when there is none).
+pub fn anthropic_tool(tool: &ListedTool) -> Value {
     with_description(
-        json!({ "name": tool.name, "input_schema": parameters(tool) }),
+        json!({ "name": tool.name, "input_schema": parameters(&tool.tool) }),
         tool,
     )
 }
 
-/// A tool as an MCP `Tool` (no `description` when the plugin gave none).
-pub fn mcp_tool(tool: &ToolInfo) -> Value {
+/// A tool as an MCP `Tool` (no `description` when there is none).
+pub fn mcp_tool(tool: &ListedTool) -> Value {
     with_description(
-        json!({ "name": tool.name, "inputSchema": parameters(tool) }),
+        json!({ "name": tool.name, "inputSchema": parameters(&tool.tool) }),
         tool,
     )
 }
 
-fn with_description(mut definition: Value, tool: &ToolInfo) -> Value {
+fn with_description(mut definition: Value, tool: &ListedTool) -> Value {
     if !tool.description.is_empty()
         && let Some(object) = definition.as_object_mut()
     {
@@ -184,15 +178,20 @@ mod tests {
         );
     }
 
-    fn tool(name: &str, description: &str, schema: Option<Value>, hidden: bool) -> ToolInfo {
-        ToolInfo {
+    fn tool(name: &str, description: &str, schema: Option<Value>) -> ListedTool {
+        ListedTool {
             name: name.to_string(),
             description: description.to_string(),
-            params_schema: schema,
-            timeout: None,
-            no_prompt: false,
-            hidden,
-            plugin: "p".to_string(),
+            tool: ToolInfo {
+                name: "registered".to_string(),
+                path: "p/registered".to_string(),
+                description: "the plugin's".to_string(),
+                params_schema: schema,
+                timeout: None,
+                no_prompt: false,
+                hidden: false,
+                plugin: "p".to_string(),
+            },
         }
     }
 
@@ -200,9 +199,8 @@ mod tests {
     fn each_format_carries_name_description_and_schema_under_its_own_keys() {
         let schema = json!({ "type": "object", "properties": { "q": { "type": "string" } } });
         let tools = [
-            tool("search", "Find things", Some(schema.clone()), false),
-            tool("bare", "", None, false),
-            tool("secret", "Not for models", None, true),
+            tool("search", "Find things", Some(schema.clone())),
+            tool("bare", "", None),
         ];
         assert_eq!(
             definitions(&tools, Format::OpenAi),

@@ -4,14 +4,19 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{PluginArgs, usage_error};
+use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error};
 use crate::CallOutcome;
 
 #[derive(Args)]
 pub(super) struct CallArgs {
     #[command(flatten)]
     plugins: PluginArgs,
-    /// The tool to invoke.
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// The tool to invoke: its name, an alias, its path PLUGIN-ID/TOOL, or the wire
+    /// name `list` shows.
     tool: String,
     /// The arguments, a JSON object.
     #[arg(default_value = "{}")]
@@ -20,11 +25,24 @@ pub(super) struct CallArgs {
 
 /// Prints the result and exits 0, or prints "[tool failed: MESSAGE]" and exits 1.
 pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode {
-    let tools = match args.plugins.load(runtime) {
-        Ok(tools) => tools,
+    let builder = match args.plugins.builder(&[]) {
+        Ok(builder) => args.output.apply(builder),
         Err(message) => return usage_error(&message),
     };
-    let call = match tools.call(&args.tool, &args.args) {
+    let tools = match runtime.block_on(builder.build()) {
+        Ok(tools) => tools,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    // Without --tools the call is made as before: every tool, hidden ones included.
+    let started = if args.scope.tools.is_empty() {
+        tools.call(&args.tool, &args.args)
+    } else {
+        match args.scope.session(&tools) {
+            Ok(session) => session.call(&tools, &args.tool, &args.args),
+            Err(message) => return usage_error(&message),
+        }
+    };
+    let call = match started {
         Ok(call) => call,
         Err(error) => return usage_error(&error.to_string()),
     };

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{PluginArgs, usage_error};
+use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error, warn_unmatched};
 use crate::mcp::{self, HttpServer, Lifecycle, ServeOptions, Shared};
-use crate::{Runtime, RuntimeBuilder, reload};
+use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
 /// Kubernetes gives a pod by default, with room for the rest of the exit.
@@ -19,6 +19,10 @@ const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 20;
 pub(super) struct ServeArgs {
     #[command(flatten)]
     plugins: PluginArgs,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Serve streamable HTTP at IP:PORT (endpoint /mcp; port 0 picks a free port)
     /// instead of stdio. Loopback addresses only, unless --allow-remote.
     #[arg(long, value_name = "IP:PORT")]
@@ -53,7 +57,11 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
         ));
     }
     let builder = match args.plugins.builder(&[]) {
-        Ok(builder) => builder,
+        Ok(builder) => args.output.apply(builder),
+        Err(message) => return usage_error(&message),
+    };
+    let scope = match args.scope.scope() {
+        Ok(scope) => scope,
         Err(message) => return usage_error(&message),
     };
     let options = ServeOptions {
@@ -64,12 +72,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
         match args.http {
             Some(addr) => {
                 let grace = Duration::from_secs(args.shutdown_grace);
-                serve_http(builder, options, addr, args.allow_remote, grace).await
+                serve_http(builder, options, scope, addr, args.allow_remote, grace).await
             }
             None => {
                 let tools = builder.build().await.map_err(|error| error.to_string())?;
+                warn_unmatched(&Session::new().with_scope(scope.clone()), &tools);
                 let tools = Arc::new(RwLock::new(tools));
-                let shared = Shared::new(tools.clone(), options, Lifecycle::new());
+                let shared =
+                    Shared::new(tools.clone(), options, Lifecycle::new()).with_scope(scope);
                 let _watcher = watch(args.watch, &tools, &shared, None)?;
                 mcp::serve_stdio(shared).await
             }
@@ -111,6 +121,7 @@ fn watch(
 async fn serve_http(
     builder: RuntimeBuilder,
     options: ServeOptions,
+    scope: Scope,
     addr: SocketAddr,
     remote: bool,
     grace: Duration,
@@ -140,8 +151,9 @@ async fn serve_http(
         // Nothing is in flight before the plugins are loaded.
         () = &mut signal => return Ok(()),
     };
+    warn_unmatched(&Session::new().with_scope(scope.clone()), &tools);
     let tools = Arc::new(RwLock::new(tools));
-    let shared = Shared::new(tools.clone(), options, lifecycle.clone());
+    let shared = Shared::new(tools.clone(), options, lifecycle.clone()).with_scope(scope);
     let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
     server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);

@@ -1,14 +1,18 @@
 //! The MCP protocol handler: one [`ToolServer`] per session (stdio has one; streamable
 //! HTTP one per session or per request), all over the same [`Shared`] runtime.
 //!
-//! - `tools/list`: every tool that is not hidden, with its description and its
-//!   parameters schema as the input schema (`crate::schema::mcp_tool`).
+//! - Each MCP session is a [`Session`]: it sees the tools in the scope `serve --tools`
+//!   gave, under the names models see (aliases, plain names, wire names of paths), and
+//!   its untrusted output gets an envelope nonce of its own.
+//! - `tools/list`: every tool in scope that is not hidden, with its description and
+//!   its parameters schema as the input schema (`crate::schema::mcp_tool`).
 //! - `tools/call`: the runtime validates the arguments and runs the tool in its sandbox.
 //!   A completed tool gives its output as text. A tool that failed gives
 //!   `[tool failed: MESSAGE]`, the text `toolcell call` prints and clm-tool(5) says the
 //!   model sees, with `isError: true`. Arguments that fail the tool's schema give
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
-//!   the model can correct itself). An unknown tool is a protocol error (invalid params).
+//!   the model can correct itself). An unknown tool, or one outside the session's
+//!   scope, is a protocol error (invalid params) suggesting the closest names in scope.
 //! - While the server drains (SIGTERM), a new `tools/call` is refused; calls in flight
 //!   go on until they end or the grace period does.
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
@@ -35,7 +39,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{FLOOR_TOOL, Shared};
-use crate::{CallOutcome, InvokeError, ToolInfo, schema};
+use crate::{CallOutcome, InvokeError, ListedTool, Session, schema};
 
 /// How often a call with a progress token reports that it is still running.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -43,6 +47,8 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 /// The handler of one MCP session.
 pub struct ToolServer {
     shared: Shared,
+    /// What this session's model sees.
+    view: Session,
     /// Cancelled when this handler is dropped (the session ended): stops its
     /// list-changed forwarder.
     session: CancellationToken,
@@ -57,6 +63,7 @@ impl ToolServer {
     pub fn new(shared: Shared) -> ToolServer {
         let session = CancellationToken::new();
         ToolServer {
+            view: Session::new().with_scope(shared.scope.clone()),
             shared,
             _session_guard: session.clone().drop_guard(),
             session,
@@ -80,7 +87,7 @@ impl ToolServer {
         }
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-        let started = self.shared.runtime().call(&request.name, &args);
+        let started = self.view.call(&self.shared.runtime(), &request.name, &args);
         let mut call = match started {
             Ok(call) => call,
             Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
@@ -135,7 +142,7 @@ async fn report_progress(
 }
 
 /// A tool as `tools/list` gives it (the same JSON as `toolcell list --format mcp`).
-fn mcp_tool(tool: &ToolInfo) -> Result<Tool, ErrorData> {
+fn mcp_tool(tool: &ListedTool) -> Result<Tool, ErrorData> {
     serde_json::from_value(schema::mcp_tool(tool)).map_err(|error| {
         ErrorData::internal_error(
             format!("tool '{}' cannot be described: {error}", tool.name),
@@ -171,14 +178,7 @@ impl ServerHandler for ToolServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let visible: Vec<ToolInfo> = self
-            .shared
-            .runtime()
-            .tools()
-            .iter()
-            .filter(|tool| !tool.hidden)
-            .cloned()
-            .collect();
+        let visible = self.view.tools(&self.shared.runtime());
         let mut tools = visible
             .iter()
             .map(mcp_tool)

@@ -1,7 +1,7 @@
 //! Configuring and loading a [`Runtime`]: where plugins come from, what the user's
 //! policy allows them, and the first load of every plugin file.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::engine;
+use crate::envelope::{Envelope, UntrustedOutput};
 use crate::files::{FileAccess, FileRoot, Files, RootError};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
@@ -25,6 +26,7 @@ use crate::trusted::{self, TrustedPaths};
 use super::Runtime;
 use super::loader::{Loader, Policy};
 use super::plugin::{Plugin, PluginDirs};
+use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -65,6 +67,8 @@ pub struct RuntimeBuilder {
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
     cache: CodeCache,
+    reserved: HashSet<String>,
+    untrusted_output: Option<UntrustedOutput>,
 }
 
 impl Default for RuntimeBuilder {
@@ -82,6 +86,8 @@ impl Default for RuntimeBuilder {
             trust: None,
             debug_log: DebugLog::path_from_env(),
             cache: CodeCache::from_env(),
+            reserved: HashSet::new(),
+            untrusted_output: None,
         }
     }
 }
@@ -163,6 +169,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps `names` for the embedder's own tools (clm-tool(5): a name is unique across
+    /// plugins *and* built-in tools): a plugin tool registered under one of them is
+    /// reported (`tool_collision`) and answers only to its path.
+    pub fn reserve_tool_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.reserved.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// How the output of plugins that are not trusted reaches the model, over the
+    /// configuration's `[output] untrusted` (`--untrusted-output`); a plugin's own
+    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::envelope`]).
+    pub fn untrusted_output(mut self, mode: UntrustedOutput) -> Self {
+        self.untrusted_output = Some(mode);
+        self
+    }
+
     /// Where compiled code is cached (default: see [`CodeCache::from_env`]).
     pub fn cache(mut self, cache: CodeCache) -> Self {
         self.cache = cache;
@@ -203,6 +229,21 @@ impl RuntimeBuilder {
         let engine = engine::shared().map_err(BuildError::Engine)?.clone();
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
+        let naming = Naming {
+            aliases: self
+                .config
+                .aliases
+                .iter()
+                .map(|(alias, target)| (alias.clone(), target.clone()))
+                .collect(),
+            reserved: self.reserved,
+            config_file: self
+                .config
+                .path()
+                .map_or_else(|| PathBuf::from("(config)"), Path::to_path_buf),
+        };
+        let descriptions = self.config.tool_descriptions();
+        let output = self.config.output_policy(self.untrusted_output);
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
@@ -240,7 +281,11 @@ impl RuntimeBuilder {
             infos: Vec::new(),
             tools: Vec::new(),
             entries: Vec::new(),
-            by_name: HashMap::new(),
+            names: Names::default(),
+            naming,
+            descriptions,
+            output,
+            envelope: Envelope::fresh(),
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),

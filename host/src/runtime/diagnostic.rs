@@ -58,7 +58,8 @@ impl Severity {
 pub enum DiagnosticKind {
     /// The plugin did not load; none of its tools are registered.
     LoadFailed,
-    /// A tool's name was already taken by an earlier plugin; the first one stays.
+    /// Two tools (or a tool and an alias, or a name the embedder reserved) want one
+    /// name: the first keeps it, the other is reached by its path.
     ToolCollision,
     /// The plugin loaded but registered no tools.
     NoTools,
@@ -83,6 +84,8 @@ pub enum DiagnosticKind {
     SignatureUntrusted,
     /// Another plugin loaded earlier has the same id; this one is not loaded.
     IdCollision,
+    /// An `[aliases]` entry names a tool no loaded plugin registers.
+    AliasUnresolved,
 }
 
 impl DiagnosticKind {
@@ -102,6 +105,7 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureMissing => "signature_missing",
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
+            DiagnosticKind::AliasUnresolved => "alias_unresolved",
         }
     }
 }

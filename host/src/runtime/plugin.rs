@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message};
 use crate::manifest::Manifest;
+use crate::names;
 use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::source::Refusal;
@@ -314,6 +315,7 @@ impl Plugin {
                 };
                 Ok(PreparedTool {
                     info: ToolInfo {
+                        path: names::tool_path(handle.name(), &spec.name),
                         name: spec.name,
                         description: spec.description,
                         params_schema,
