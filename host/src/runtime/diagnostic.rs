@@ -58,8 +58,8 @@ impl Severity {
 pub enum DiagnosticKind {
     /// The plugin did not load; none of its tools are registered.
     LoadFailed,
-    /// Two tools (or a tool and an alias, or a name the embedder reserved) want one
-    /// name: the first keeps it, the other is reached by its path.
+    /// Two tools (or a tool and a name the embedder reserved, or an alias) want one
+    /// name: the first keeps it, the other answers only to its path.
     ToolCollision,
     /// The plugin loaded but registered no tools.
     NoTools,

@@ -339,6 +339,19 @@ impl Runtime {
         let (names, diagnostics) = Names::build(&self.tools, &files, &self.naming);
         self.names = names;
         self.diagnostics.extend(diagnostics);
+        // Each plugin's diagnostics together, in load order; the configuration's last.
+        let order: HashMap<&Path, usize> = self
+            .plugins
+            .iter()
+            .enumerate()
+            .map(|(index, plugin)| (plugin.file.path.as_path(), index))
+            .collect();
+        self.diagnostics.sort_by_key(|diagnostic| {
+            order
+                .get(diagnostic.file.as_path())
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
         let names = &self.names;
         self.unavailable.retain(|name, _| !names.contains(name));
     }

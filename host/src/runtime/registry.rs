@@ -8,6 +8,11 @@
 //!
 //! The model sees each tool that is not hidden once per alias; without an alias, under
 //! its plain name when it holds it, else under the wire name of its path.
+//!
+//! A plugin tool that cannot have its plain name (another plugin's tool has it, or the
+//! embedder reserved it) breaks clm-tool(5)'s rule that names are unique: an error,
+//! although the tool stays reachable by its path. A tool that loses its plain name to
+//! an alias the user wrote is only a warning.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -76,7 +81,7 @@ impl Names {
                 diagnostics.push(Diagnostic {
                     file: files[index].to_path_buf(),
                     kind: DiagnosticKind::ToolCollision,
-                    severity: Severity::Warning,
+                    severity: Severity::Error,
                     message: format!(
                         "tool '{}' of plugin {} has a name reserved for a built-in tool; \
                          call it as {}",
@@ -91,7 +96,7 @@ impl Names {
                 Some(&first) => diagnostics.push(Diagnostic {
                     file: files[index].to_path_buf(),
                     kind: DiagnosticKind::ToolCollision,
-                    severity: Severity::Warning,
+                    severity: Severity::Error,
                     message: format!(
                         "tool '{}' of plugin {} ({}) is also registered by plugin {} ({}), \
                          loaded first, which keeps the name; call it as {}",
@@ -305,7 +310,7 @@ mod tests {
             message.contains("a/search") && message.contains("acme/web/search"),
             "{message}"
         );
-        assert_eq!(diagnostics[0].severity, Severity::Warning);
+        assert_eq!(diagnostics[0].severity, Severity::Error);
     }
 
     #[test]
