@@ -87,7 +87,7 @@ pub async fn load(dir: &Path, limits: Limits) -> Runtime {
 async fn output(runtime: &Runtime, tool: &str) -> String {
     match runtime.call(tool, "{}").expect("call").await {
         CallOutcome::Completed(text) => text,
-        CallOutcome::Failed(message) => panic!("{tool} failed: {message}"),
+        other => panic!("{tool} failed: {other:?}"),
     }
 }
 

@@ -281,10 +281,10 @@ impl Tally {
                 self.completed += 1;
                 entry.0 += 1;
             }
-            CallOutcome::Failed(message) if !hostile => {
-                bail!("plugin '{label}' failed: {message}")
+            other if !hostile => {
+                bail!("plugin '{label}' failed: {other:?}")
             }
-            CallOutcome::Failed(_) => {
+            _ => {
                 self.failed += 1;
                 entry.1 += 1;
             }

@@ -21,7 +21,7 @@
 // the outcome. The host never blocks on the plugin, and the plugin never sees an
 // operation id.
 
-import * as host from 'toolcell:plugin/host@0.1.2';
+import * as host from 'toolcell:plugin/host@0.2.0';
 
 let pluginName = '';
 let debugLog = false;
@@ -230,7 +230,7 @@ class Call {
     }
     if (this.result !== undefined) return this.result;
     if (this.ready.length === 0 && this.waitingOn.size === 0) {
-      return { tag: 'failed', val: 'the handler waits for something that can never happen (no host operation is pending)' };
+      return { tag: 'broke-rule', val: 'the handler waits for something that can never happen (no host operation is pending)' };
     }
     return { tag: 'pending' };
   }

@@ -214,7 +214,7 @@ class _Call:
         if self.result is not None:
             return self.result
         if not self.ready and not self.waiting_on:
-            return types.CallState_Failed(
+            return types.CallState_BrokeRule(
                 "the handler waits for something that can never happen "
                 "(no host operation is pending)"
             )

@@ -160,7 +160,7 @@ fn step(call: CallId) -> CallState {
         (Some(Ok(output)), _) => CallState::Completed(output),
         (Some(Err(error)), _) => CallState::Failed(error.message().to_string()),
         (None, Stop::TimedOut) => CallState::TimedOut,
-        (None, Stop::Stuck) => CallState::Failed(
+        (None, Stop::Stuck) => CallState::BrokeRule(
             "the handler waits for something that can never happen (no host operation is pending)"
                 .to_string(),
         ),

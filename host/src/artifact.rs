@@ -147,7 +147,7 @@ impl<'a> Artifact<'a> {
     }
 
     /// The names of the component's top-level imports (interfaces such as
-    /// `toolcell:plugin/host@0.1.1`, or functions), in file order.
+    /// `toolcell:plugin/host@0.2.0`, or functions), in file order.
     pub fn imports(&self) -> &[&'a str] {
         &self.imports
     }

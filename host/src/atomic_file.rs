@@ -1,6 +1,6 @@
 //! Files toolcell writes (plugins, lock files, keys) are written whole or not at all.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Who may read a file toolcell writes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -11,9 +11,21 @@ pub enum Readers {
     Owner,
 }
 
+/// A file that could not be written; the file as it was is intact.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct WriteError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same directory, so a
 /// failure never leaves half a file (or destroys the file being replaced).
-pub fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(), String> {
+pub fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(), WriteError> {
+    let failed = |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -30,13 +42,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8], readers: Readers) -> Result<(
     }
     #[cfg(not(unix))]
     let _ = readers;
-    let mut temp = builder
-        .tempfile_in(dir)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    let mut temp = builder.tempfile_in(dir).map_err(failed)?;
     std::io::Write::write_all(&mut temp, bytes)
         .and_then(|()| temp.as_file().sync_all())
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    temp.persist(path)
-        .map_err(|error| format!("cannot write {}: {}", path.display(), error.error))?;
+        .map_err(failed)?;
+    temp.persist(path).map_err(|error| failed(error.error))?;
     Ok(())
 }

@@ -53,7 +53,7 @@ use serde::Deserialize;
 
 use crate::envelope::{OutputPolicy, UntrustedOutput};
 use crate::files::FileAccess;
-use crate::http::{HostGrant, HttpPolicy, HttpSettings};
+use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
 use crate::manifest::check_id;
 use crate::names::split_path;
@@ -175,6 +175,14 @@ pub struct PluginSection {
 /// still finds it in `clm.config` with the rest of the table.
 const DESCRIPTION_KEY: &str = "description";
 
+/// An `allow` entry of an `[http]` section that is not a host grant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("http.allow entry {entry:?}: {source}")]
+pub struct BadAllowEntry {
+    entry: String,
+    source: HostGrantError,
+}
+
 /// A configuration file that could not be used; the text says what and where.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -216,7 +224,10 @@ impl Config {
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let config: Config =
             toml::from_str(text).map_err(|error| ConfigError(one_line(&error.to_string())))?;
-        config.http.policy(&[]).map_err(ConfigError)?;
+        config
+            .http
+            .policy(&[])
+            .map_err(|error| ConfigError(error.to_string()))?;
         for (name, plugin) in &config.plugins {
             plugin
                 .http
@@ -291,46 +302,11 @@ impl Config {
             })
             .collect()
     }
-
-    /// The limits of plugin `id`: defaults, then `[limits]`, then its own section.
-    pub fn limits_for(&self, id: &str, base: &Limits) -> Limits {
-        let mut limits = self.limits.apply(base.clone());
-        if let Some(plugin) = self.plugins.get(id) {
-            limits = plugin.limits.apply(limits);
-        }
-        limits
-    }
-
-    /// The most file access plugin `id` may get: `override_access` (the command
-    /// line), else its own section, else `[files]`, else read-write.
-    pub fn files_for(&self, id: &str, override_access: Option<FileAccess>) -> FileAccess {
-        override_access
-            .or_else(|| self.plugins.get(id).and_then(|plugin| plugin.files.access))
-            .or(self.files.access)
-            .unwrap_or(FileAccess::ReadWrite)
-    }
-
-    /// The HTTP policy and settings of plugin `id`: `[http]`, then its own section,
-    /// then `overrides` (the command line), whose grants add to the others'.
-    pub fn http_for(
-        &self,
-        id: &str,
-        grants: &[HostGrant],
-        overrides: &HttpSection,
-    ) -> (HttpPolicy, HttpSettings) {
-        let mut section = self.http.clone();
-        if let Some(plugin) = self.plugins.get(id) {
-            section = section.overlay(&plugin.http);
-        }
-        let section = section.overlay(overrides);
-        // Checked in `parse`; an error here cannot happen for a parsed config.
-        let policy = section.policy(grants).unwrap_or_default();
-        (policy, section.settings())
-    }
 }
 
 impl LimitsSection {
-    fn apply(&self, mut limits: Limits) -> Limits {
+    /// `limits` with the values this section sets.
+    pub(crate) fn apply(&self, mut limits: Limits) -> Limits {
         if let Some(memory) = self.memory_mib {
             limits = limits.with_memory(memory.saturating_mul(MIB));
         }
@@ -358,19 +334,20 @@ impl HttpSection {
         self
     }
 
-    fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, String> {
+    /// The policy of this section's grants and `extra`, and its public switch.
+    pub(crate) fn policy(&self, extra: &[HostGrant]) -> Result<HttpPolicy, BadAllowEntry> {
         let mut grants = extra.to_vec();
         for entry in &self.allow {
-            grants.push(
-                entry
-                    .parse()
-                    .map_err(|error| format!("http.allow entry {entry:?}: {error}"))?,
-            );
+            grants.push(entry.parse().map_err(|source| BadAllowEntry {
+                entry: entry.clone(),
+                source,
+            })?);
         }
         Ok(HttpPolicy::new(grants, self.public.unwrap_or(true)))
     }
 
-    fn settings(&self) -> HttpSettings {
+    /// The bounds this section sets, over the defaults.
+    pub(crate) fn settings(&self) -> HttpSettings {
         let mut settings = HttpSettings::default();
         if let Some(ms) = self.timeout_ms {
             settings.timeout = Duration::from_millis(ms);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use rand_core::{OsRng, RngCore};
 
-use crate::sandbox::CallOutcome;
+use crate::CallOutcome;
 
 /// How the output of plugins that are not trusted reaches the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -111,10 +111,7 @@ impl Envelope {
     /// `outcome` with its text (the result, or the failure's message) inside the
     /// envelope.
     pub fn wrap_outcome(&self, outcome: CallOutcome) -> CallOutcome {
-        match outcome {
-            CallOutcome::Completed(text) => CallOutcome::Completed(self.wrap(&text)),
-            CallOutcome::Failed(message) => CallOutcome::Failed(self.wrap(&message)),
-        }
+        outcome.map_text(|text| self.wrap(&text))
     }
 }
 

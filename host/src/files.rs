@@ -73,8 +73,13 @@ impl std::fmt::Display for FileAccess {
     }
 }
 
+/// A word that is not a file access.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a file access (none, read-only or read-write)")]
+pub struct UnknownFileAccess(pub String);
+
 impl std::str::FromStr for FileAccess {
-    type Err = String;
+    type Err = UnknownFileAccess;
 
     /// Parses `none`, `read-only` or `read-write`.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
@@ -82,9 +87,7 @@ impl std::str::FromStr for FileAccess {
             "none" => Ok(FileAccess::None),
             "read-only" => Ok(FileAccess::ReadOnly),
             "read-write" => Ok(FileAccess::ReadWrite),
-            other => Err(format!(
-                "{other:?} is not a file access (none, read-only or read-write)"
-            )),
+            other => Err(UnknownFileAccess(other.to_string())),
         }
     }
 }
@@ -122,6 +125,112 @@ pub enum RootError {
     Trusted(String),
 }
 
+/// What a plugin tried to do with a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// `read_file`.
+    Read,
+    /// `write_file`.
+    Write,
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Action::Read => "read",
+            Action::Write => "write",
+        })
+    }
+}
+
+/// Why a read or write under the root failed; the text names the path as the plugin
+/// gave it, never what it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileError {
+    /// The path is empty.
+    #[error("the path is empty")]
+    EmptyPath,
+    /// The path contains a NUL byte.
+    #[error("invalid path {path:?}: it contains a NUL byte")]
+    NulByte {
+        /// The path.
+        path: String,
+    },
+    /// The path leads outside the root.
+    #[error("cannot {action} {path}: it is outside the granted root")]
+    OutsideRoot {
+        /// What was tried.
+        action: Action,
+        /// The path.
+        path: String,
+    },
+    /// The path is, or lies inside, something the host trusts.
+    #[error("cannot {action} {path}: {relation} {trusted}, which plugins may not read or change")]
+    Protected {
+        /// What was tried.
+        action: Action,
+        /// The path.
+        path: String,
+        /// "it is" or "it lies inside".
+        relation: &'static str,
+        /// What the host trusts there ("the plugin directory /x").
+        trusted: String,
+    },
+    /// It is a directory, a device, a FIFO, ...
+    #[error("cannot {action} {path}: not a regular file")]
+    NotRegularFile {
+        /// What was tried.
+        action: Action,
+        /// The path.
+        path: String,
+    },
+    /// A path that names a directory (`x/`, `x/.`) given to a write.
+    #[error("cannot write {path}: the path ends with '{end}', so it names a directory")]
+    DirectoryPath {
+        /// The path.
+        path: String,
+        /// `/` or `/.`.
+        end: &'static str,
+    },
+    /// A write to a path without a file name (`..`).
+    #[error("cannot write {path}: not a file name")]
+    NotAFileName {
+        /// The path.
+        path: String,
+    },
+    /// The file is larger than the plugin could hold.
+    #[error(
+        "cannot read {path}: the file is {size} bytes, more than the plugin's {} of memory",
+        format_bytes(*max)
+    )]
+    TooLarge {
+        /// The path.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The plugin's memory.
+        max: u64,
+    },
+    /// The file grew past the plugin's memory while it was read.
+    #[error("cannot read {path}: the file grew past {}", format_bytes(*max))]
+    Grew {
+        /// The path.
+        path: String,
+        /// The plugin's memory.
+        max: u64,
+    },
+    /// The system refused or failed.
+    #[error("cannot {action} {path}: {reason}")]
+    Io {
+        /// What was tried.
+        action: Action,
+        /// The path.
+        path: String,
+        /// Why, in words ("no such file or directory").
+        reason: String,
+    },
+}
+
 /// The granted root of file access.
 #[derive(Debug)]
 pub struct FileRoot {
@@ -156,44 +265,42 @@ impl FileRoot {
     }
 
     /// Reads a whole regular file of at most `max_bytes`.
-    pub fn read(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
-        let mut relative = self.relative(path, "read")?;
+    pub fn read(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, FileError> {
+        let read = |error: std::io::Error| describe(path, Action::Read, &error);
+        let mut relative = self.relative(path, Action::Read)?;
         if !self.protected.is_empty() {
-            relative = self
-                .dir
-                .canonicalize(&relative)
-                .map_err(|e| describe(path, "read", &e))?;
-            self.check_unprotected(&relative, path, "read")?;
+            relative = self.dir.canonicalize(&relative).map_err(read)?;
+            self.check_unprotected(&relative, path, Action::Read)?;
         }
         let mut options = OpenOptions::new();
         options.read(true);
         set_nonblocking(&mut options);
-        let mut file = self
-            .dir
-            .open_with(&relative, &options)
-            .map_err(|e| describe(path, "read", &e))?;
-        let metadata = file.metadata().map_err(|e| describe(path, "read", &e))?;
+        let mut file = self.dir.open_with(&relative, &options).map_err(read)?;
+        let metadata = file.metadata().map_err(read)?;
         if !metadata.is_file() {
-            return Err(format!("cannot read {path}: not a regular file"));
+            return Err(FileError::NotRegularFile {
+                action: Action::Read,
+                path: path.to_string(),
+            });
         }
         if metadata.len() > max_bytes {
-            return Err(format!(
-                "cannot read {path}: the file is {} bytes, more than the plugin's {} of memory",
-                metadata.len(),
-                format_bytes(max_bytes)
-            ));
+            return Err(FileError::TooLarge {
+                path: path.to_string(),
+                size: metadata.len(),
+                max: max_bytes,
+            });
         }
         let mut content = Vec::with_capacity(metadata.len() as usize);
         // Bound the read too: the file may grow after the size check.
         (&mut file)
             .take(max_bytes + 1)
             .read_to_end(&mut content)
-            .map_err(|e| describe(path, "read", &e))?;
+            .map_err(read)?;
         if content.len() as u64 > max_bytes {
-            return Err(format!(
-                "cannot read {path}: the file grew past {}",
-                format_bytes(max_bytes)
-            ));
+            return Err(FileError::Grew {
+                path: path.to_string(),
+                max: max_bytes,
+            });
         }
         Ok(content)
     }
@@ -201,36 +308,40 @@ impl FileRoot {
     /// Replaces (or creates) a whole file; the old content survives any failure, and
     /// an existing file keeps its permission bits (a new one gets 0666 less the umask).
     /// A symlink is written through to its target, which must lie inside the root too.
-    pub fn write(&self, path: &str, content: &[u8]) -> Result<(), String> {
+    pub fn write(&self, path: &str, content: &[u8]) -> Result<(), FileError> {
+        let write = |error: std::io::Error| describe(path, Action::Write, &error);
         // `Path` drops a trailing `/` or `/.`, which would make "x/" write the file x.
         if path.ends_with('/') || path.ends_with("/.") {
             let end = if path.ends_with('/') { "/" } else { "/." };
-            return Err(format!(
-                "cannot write {path}: the path ends with '{end}', so it names a directory"
-            ));
+            return Err(FileError::DirectoryPath {
+                path: path.to_string(),
+                end,
+            });
         }
-        let mut target = self.relative(path, "write")?;
+        let mut target = self.relative(path, Action::Write)?;
         let mut mode = None;
         if let Ok(metadata) = self.dir.symlink_metadata(&target) {
             if metadata.is_symlink() {
-                target = self
-                    .dir
-                    .canonicalize(&target)
-                    .map_err(|e| describe(path, "write", &e))?;
+                target = self.dir.canonicalize(&target).map_err(write)?;
                 mode = self
                     .dir
                     .metadata(&target)
                     .ok()
                     .map(|target| permission_bits(&target));
             } else if !metadata.is_file() {
-                return Err(format!("cannot write {path}: not a regular file"));
+                return Err(FileError::NotRegularFile {
+                    action: Action::Write,
+                    path: path.to_string(),
+                });
             } else {
                 mode = Some(permission_bits(&metadata));
             }
         }
         let name = target
             .file_name()
-            .ok_or_else(|| format!("cannot write {path}: not a file name"))?
+            .ok_or_else(|| FileError::NotAFileName {
+                path: path.to_string(),
+            })?
             .to_string_lossy()
             .into_owned();
         let mut parent = target.parent().unwrap_or(Path::new("")).to_path_buf();
@@ -240,54 +351,50 @@ impl FileRoot {
             } else {
                 &parent
             };
-            parent = self
-                .dir
-                .canonicalize(here)
-                .map_err(|e| describe(path, "write", &e))?;
+            parent = self.dir.canonicalize(here).map_err(write)?;
             target = parent.join(&name);
-            self.check_unprotected(&target, path, "write")?;
+            self.check_unprotected(&target, path, Action::Write)?;
         }
         let unique = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
         let temp = parent.join(format!(
             ".{name}.toolcell-{}-{unique}.tmp",
             std::process::id()
         ));
-        let result = self.write_new(&temp, content, mode).and_then(|()| {
-            self.dir
-                .rename(&temp, &self.dir, &target)
-                .map_err(|e| describe(path, "write", &e))
-        });
+        let result = self
+            .write_new(&temp, content, mode)
+            .and_then(|()| self.dir.rename(&temp, &self.dir, &target))
+            .map_err(write);
         if result.is_err() {
             let _ = self.dir.remove_file(&temp);
         }
-        result.map_err(|error| error.replace(&*temp.to_string_lossy(), path))
+        result
     }
 
     /// Writes `content` to the new file `temp`, with permission bits `mode` when the
     /// file it will replace had them (set before any content is written, so a private
     /// file's content is never readable by others on the way).
-    fn write_new(&self, temp: &Path, content: &[u8], mode: Option<u32>) -> Result<(), String> {
-        let shown = temp.to_string_lossy();
+    fn write_new(&self, temp: &Path, content: &[u8], mode: Option<u32>) -> std::io::Result<()> {
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         if mode.is_some() {
             private_mode(&mut options);
         }
-        let mut file = self
-            .dir
-            .open_with(temp, &options)
-            .map_err(|e| describe(&shown, "write", &e))?;
+        let mut file = self.dir.open_with(temp, &options)?;
         if let Some(mode) = mode {
-            set_mode(&file, mode).map_err(|e| describe(&shown, "write", &e))?;
+            set_mode(&file, mode)?;
         }
-        file.write_all(content)
-            .map_err(|e| describe(&shown, "write", &e))?;
-        file.sync_all().map_err(|e| describe(&shown, "write", &e))
+        file.write_all(content)?;
+        file.sync_all()
     }
 
     /// Refuses `resolved` (relative to the root, symlinks resolved) when it is or lies
     /// inside a protected path.
-    fn check_unprotected(&self, resolved: &Path, path: &str, action: &str) -> Result<(), String> {
+    fn check_unprotected(
+        &self,
+        resolved: &Path,
+        path: &str,
+        action: Action,
+    ) -> Result<(), FileError> {
         // Only names remain of a resolved path, but it may begin with `.`.
         let resolved: PathBuf = resolved
             .components()
@@ -305,20 +412,24 @@ impl FileRoot {
         } else {
             "it lies inside"
         };
-        Err(format!(
-            "cannot {action} {path}: {relation} {}, which plugins may not read or change",
-            inside.trusted.describe()
-        ))
+        Err(FileError::Protected {
+            action,
+            path: path.to_string(),
+            relation,
+            trusted: inside.trusted.describe(),
+        })
     }
 
     /// The path relative to the root: relative paths as given, absolute paths only
     /// when they lie inside the root. Where a `..` leads is for cap-std to judge.
-    fn relative(&self, path: &str, action: &str) -> Result<PathBuf, String> {
+    fn relative(&self, path: &str, action: Action) -> Result<PathBuf, FileError> {
         if path.is_empty() {
-            return Err("the path is empty".to_string());
+            return Err(FileError::EmptyPath);
         }
         if path.contains('\0') {
-            return Err(format!("invalid path {path:?}: it contains a NUL byte"));
+            return Err(FileError::NulByte {
+                path: path.to_string(),
+            });
         }
         let given = Path::new(path);
         if !given.is_absolute() {
@@ -327,9 +438,10 @@ impl FileRoot {
         match given.strip_prefix(&self.path) {
             Ok(inside) if inside.as_os_str().is_empty() => Ok(PathBuf::from(".")),
             Ok(inside) => Ok(inside.to_path_buf()),
-            Err(_) => Err(format!(
-                "cannot {action} {path}: it is outside the granted root"
-            )),
+            Err(_) => Err(FileError::OutsideRoot {
+                action,
+                path: path.to_string(),
+            }),
         }
     }
 }
@@ -380,11 +492,12 @@ fn set_nonblocking(options: &mut OpenOptions) {
 #[cfg(not(unix))]
 fn set_nonblocking(_options: &mut OpenOptions) {}
 
-/// One line saying what failed, where, and why.
-fn describe(path: &str, action: &str, error: &std::io::Error) -> String {
+/// What failed, where, and why, in words.
+fn describe(path: &str, action: Action, error: &std::io::Error) -> FileError {
+    let path = path.to_string();
     let text = error.to_string();
     if text.contains("outside of the filesystem") {
-        return format!("cannot {action} {path}: it is outside the granted root");
+        return FileError::OutsideRoot { action, path };
     }
     let reason = match error.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
@@ -393,5 +506,9 @@ fn describe(path: &str, action: &str, error: &std::io::Error) -> String {
         std::io::ErrorKind::StorageFull => "no space left on the device".to_string(),
         _ => text.split(" (os error").next().unwrap_or(&text).to_string(),
     };
-    format!("cannot {action} {path}: {reason}")
+    FileError::Io {
+        action,
+        path,
+        reason,
+    }
 }

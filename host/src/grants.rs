@@ -1,40 +1,146 @@
-//! What a plugin is granted: the intersection of what its manifest asks for and what
-//! the user's policy allows.
+//! What a plugin is granted, made in one place: the user's policy, its layers read in
+//! one order of precedence, intersected with what the plugin's manifest asks for.
+//!
+//! **The policy's layers**, each over the ones before it (a value one layer sets
+//! replaces what the layers below set; host grants add up instead):
+//!
+//! 1. the defaults: clm-tool(5)'s, or what the embedder gave
+//!    [`RuntimeBuilder::limits`](crate::RuntimeBuilder::limits);
+//! 2. the configuration file's sections for every plugin: `[limits]`, `[http]`, `[files]`;
+//! 3. its sections for this plugin: `[plugins.ID.limits]`, `[plugins.ID.http]`,
+//!    `[plugins.ID.files]`;
+//! 4. the command line: `--files`, `--allow-http`, `--http-timeout-ms`, ... (when
+//!    embedding: [`RuntimeBuilder::file_access`](crate::RuntimeBuilder::file_access),
+//!    `allow_http`, `http_overrides`).
+//!
+//! **The grant** is the lesser of that and the manifest's asks:
 //!
 //! | capability | asked (manifest) | allowed (policy) | granted |
 //! |---|---|---|---|
-//! | HTTP | `capabilities.http` hosts, or `*` | `--allow-http`, `[http]`, public switch | a request must be among the asked hosts *and* pass the policy |
-//! | files | `capabilities.files` | `--files`, `[files]`, `[plugins.ID.files]` | the lesser access |
-//! | memory | `capabilities.memory_mib` | `[limits] memory_mib` | the lesser amount |
-//! | default call deadline | `capabilities.timeout_ms` | `[limits] call_timeout_ms` | the lesser time |
+//! | HTTP | `capabilities.http` hosts, or `*` | grants and the public switch | a request must be among the asked hosts *and* pass the policy |
+//! | files | `capabilities.files` | `access` (read-write by default) | the lesser access |
+//! | memory | `capabilities.memory_mib` | `memory_mib` | the lesser amount |
+//! | default call deadline | `capabilities.timeout_ms` | `call_timeout_ms` | the lesser time |
 //!
-//! Where the policy cuts an ask, [`Granted::denials`] says so at load time (the
-//! `capability_denied` diagnostic), and [`Hints`] complete the error a plugin gets when
-//! it reaches the cut: which capability, and how to grant it.
+//! Where the policy cuts an ask, [`Grants::denials`] says so at load time (the
+//! `capability_denied` diagnostic), and the hints complete the error a plugin gets when
+//! it reaches the cut: which capability, and how to grant it. The sandbox runs the
+//! plugin under its [`Grants`], and nothing else.
 
 use std::time::Duration;
 
+use crate::config::{Config, HttpSection, LimitsSection};
 use crate::files::FileAccess;
-use crate::http::{HttpPolicy, HttpSettings};
+use crate::http::{HostGrant, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
 use crate::manifest::{HttpAsk, Manifest};
 
-/// What the user's policy allows one plugin, before its manifest is considered.
+/// The settings of the command line (or of the embedder, in its place): the highest
+/// layer of the policy.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    /// `--files`: the most file access any plugin may get.
+    pub files: Option<FileAccess>,
+    /// `--allow-http`: hosts every plugin may reach, added to the configuration's.
+    pub http_grants: Vec<HostGrant>,
+    /// `--http-timeout-ms` and the other HTTP bounds (and grants, as text).
+    pub http: HttpSection,
+}
+
+/// What the user's policy allows plugins: every layer, ready to grant each plugin.
+#[derive(Debug, Default)]
+pub struct CapabilityPolicy {
+    defaults: Limits,
+    config: Config,
+    command_line: CommandLine,
+}
+
+/// One layer of the policy's settings for one plugin.
+struct Layer<'a> {
+    limits: Option<&'a LimitsSection>,
+    http: Option<&'a HttpSection>,
+    files: Option<FileAccess>,
+}
+
+/// What the policy allows one plugin, before its manifest is considered.
 #[derive(Debug, Clone)]
-pub struct Allowed {
-    /// Resource limits (memory, default call deadline, ...).
-    pub limits: Limits,
-    /// Which hosts it may reach.
-    pub http_policy: HttpPolicy,
-    /// Bounds on its HTTP requests.
-    pub http_settings: HttpSettings,
-    /// The most file access it may have.
-    pub files: FileAccess,
+struct Allowed {
+    limits: Limits,
+    http_policy: HttpPolicy,
+    http_settings: HttpSettings,
+    files: FileAccess,
+}
+
+impl CapabilityPolicy {
+    /// A policy of `defaults` under `config` under `command_line`.
+    pub fn new(defaults: Limits, config: Config, command_line: CommandLine) -> Self {
+        CapabilityPolicy {
+            defaults,
+            config,
+            command_line,
+        }
+    }
+
+    /// What the plugin of `manifest` gets: what the policy allows its id, cut to what
+    /// the manifest asks for.
+    pub fn grant(&self, manifest: &Manifest) -> Grants {
+        intersect(manifest, self.allowed(&manifest.id))
+    }
+
+    /// The layers above the defaults for plugin `id`, lowest first.
+    fn layers(&self, id: &str) -> [Layer<'_>; 3] {
+        let own = self.config.plugins.get(id);
+        [
+            Layer {
+                limits: Some(&self.config.limits),
+                http: Some(&self.config.http),
+                files: self.config.files.access,
+            },
+            Layer {
+                limits: own.map(|own| &own.limits),
+                http: own.map(|own| &own.http),
+                files: own.and_then(|own| own.files.access),
+            },
+            Layer {
+                limits: None,
+                http: Some(&self.command_line.http),
+                files: self.command_line.files,
+            },
+        ]
+    }
+
+    /// What the policy allows plugin `id`: the layers applied over the defaults.
+    fn allowed(&self, id: &str) -> Allowed {
+        let mut limits = self.defaults.clone();
+        let mut http = HttpSection::default();
+        // clm-tool(5) lets a plugin read and write the files under the root.
+        let mut files = FileAccess::ReadWrite;
+        for layer in self.layers(id) {
+            if let Some(section) = layer.limits {
+                limits = section.apply(limits);
+            }
+            if let Some(section) = layer.http {
+                http = http.overlay(section);
+            }
+            files = layer.files.unwrap_or(files);
+        }
+        // The grants were checked when the configuration was parsed; an error here
+        // cannot happen for a parsed configuration.
+        let http_policy = http
+            .policy(&self.command_line.http_grants)
+            .unwrap_or_default();
+        Allowed {
+            limits,
+            http_policy,
+            http_settings: http.settings(),
+            files,
+        }
+    }
 }
 
 /// The words that complete an error when a plugin uses more than it was granted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Hints {
+pub(crate) struct Hints {
     /// Why file access is refused (reading when it has none, writing when it may only
     /// read), and how to grant it.
     pub files: String,
@@ -44,25 +150,66 @@ pub struct Hints {
     pub timeout: Option<String>,
 }
 
-/// What one plugin gets.
-#[derive(Debug, Clone)]
-pub struct Granted {
-    /// Limits with the granted memory and default deadline.
-    pub limits: Limits,
-    /// The user's HTTP policy limited to the hosts the manifest asks for.
-    pub http_policy: HttpPolicy,
-    /// Bounds on its HTTP requests.
-    pub http_settings: HttpSettings,
-    /// The granted file access.
-    pub files: FileAccess,
-    /// See [`Hints`].
-    pub hints: Hints,
+/// What one plugin is granted: its limits, its HTTP policy and bounds, its file access.
+/// Made by [`CapabilityPolicy::grant`] when the plugin loads; its sandbox enforces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grants {
+    pub(crate) limits: Limits,
+    pub(crate) http_policy: HttpPolicy,
+    pub(crate) http_settings: HttpSettings,
+    pub(crate) files: FileAccess,
+    pub(crate) hints: Hints,
+    denials: Vec<String>,
+}
+
+impl Grants {
+    /// The limits the plugin runs under (with the granted memory and default deadline).
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Which hosts the plugin may reach: the user's policy limited to the hosts its
+    /// manifest asks for.
+    pub fn http_policy(&self) -> &HttpPolicy {
+        &self.http_policy
+    }
+
+    /// The bounds on each of its HTTP requests.
+    pub fn http_settings(&self) -> &HttpSettings {
+        &self.http_settings
+    }
+
+    /// How it may use the file root (when the runtime has one).
+    pub fn files(&self) -> FileAccess {
+        self.files
+    }
+
+    /// Whether it may write files under the root.
+    pub fn may_write_files(&self) -> bool {
+        self.files.can_write()
+    }
+
+    /// Whether some HTTP request of it could pass the policy: its manifest asks for a
+    /// destination the policy does not certainly refuse.
+    pub fn may_use_http(&self) -> bool {
+        self.http_policy.may_reach_some_host()
+    }
+
+    /// Whether it may neither write files nor make HTTP requests: all it can do beyond
+    /// computing is read the files under the root. What a "read-only" permission rule
+    /// asks of a plugin.
+    pub fn is_read_only(&self) -> bool {
+        !self.may_write_files() && !self.may_use_http()
+    }
+
     /// Each ask the policy cut, as one line naming the capability and how to grant it.
-    pub denials: Vec<String>,
+    pub fn denials(&self) -> &[String] {
+        &self.denials
+    }
 }
 
 /// Grants `manifest` what `allowed` permits.
-pub fn grant(manifest: &Manifest, allowed: Allowed) -> Granted {
+fn intersect(manifest: &Manifest, allowed: Allowed) -> Grants {
     let id = &manifest.id;
     let asks = &manifest.capabilities;
     let mut denials = Vec::new();
@@ -126,7 +273,7 @@ pub fn grant(manifest: &Manifest, allowed: Allowed) -> Granted {
         }
     };
 
-    Granted {
+    Grants {
         limits,
         http_policy: allowed.http_policy.limited_to(destinations),
         http_settings: allowed.http_settings,
@@ -193,7 +340,7 @@ mod tests {
             files: FileAccess::ReadWrite,
             ..Capabilities::default()
         });
-        let granted = grant(&asks_rw, allowed(FileAccess::ReadOnly));
+        let granted = intersect(&asks_rw, allowed(FileAccess::ReadOnly));
         assert_eq!(granted.files, FileAccess::ReadOnly);
         assert_eq!(granted.denials.len(), 1);
         assert!(granted.hints.files.contains("--files read-write"));
@@ -202,7 +349,7 @@ mod tests {
             files: FileAccess::ReadOnly,
             ..Capabilities::default()
         });
-        let granted = grant(&asks_ro, allowed(FileAccess::ReadWrite));
+        let granted = intersect(&asks_ro, allowed(FileAccess::ReadWrite));
         assert_eq!(granted.files, FileAccess::ReadOnly);
         assert!(granted.denials.is_empty());
         assert!(
@@ -220,7 +367,7 @@ mod tests {
             timeout_ms: Some(1000),
             ..Capabilities::default()
         });
-        let granted = grant(&modest, allowed(FileAccess::ReadWrite));
+        let granted = intersect(&modest, allowed(FileAccess::ReadWrite));
         assert_eq!(granted.limits.memory, 4 * MIB);
         assert_eq!(granted.limits.call_timeout, Duration::from_millis(1000));
         assert!(granted.denials.is_empty());
@@ -230,7 +377,7 @@ mod tests {
             timeout_ms: Some(120_000),
             ..Capabilities::default()
         });
-        let granted = grant(&greedy, allowed(FileAccess::ReadWrite));
+        let granted = intersect(&greedy, allowed(FileAccess::ReadWrite));
         assert_eq!(granted.limits.memory, Limits::default().memory);
         assert_eq!(granted.limits.call_timeout, Limits::default().call_timeout);
         assert_eq!(granted.denials.len(), 2);
@@ -256,8 +403,128 @@ mod tests {
             http: HttpAsk::Hosts(vec!["127.0.0.1:9".parse().expect("grant")]),
             ..Capabilities::default()
         });
-        let granted = grant(&asks, allowed(FileAccess::None));
+        let granted = intersect(&asks, allowed(FileAccess::None));
         assert_eq!(granted.denials.len(), 1);
         assert!(granted.denials[0].contains("--allow-http 127.0.0.1:9"));
+    }
+
+    /// A manifest that asks for everything, so that the grant shows what the policy
+    /// allows.
+    fn greedy(id: &str) -> Manifest {
+        Manifest {
+            id: id.to_string(),
+            version: semver::Version::new(1, 0, 0),
+            description: String::new(),
+            capabilities: Capabilities {
+                http: HttpAsk::Any,
+                files: FileAccess::ReadWrite,
+                memory_mib: Some(1024),
+                timeout_ms: Some(3_600_000),
+            },
+        }
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_plugins_section_over_the_global_one_over_the_defaults() {
+        let config = Config::parse(
+            r#"
+            [limits]
+            memory_mib = 4
+            call_timeout_ms = 2000
+            [files]
+            access = "none"
+            [http]
+            timeout_ms = 1000
+            max_redirects = 1
+            allow = ["127.0.0.1:1"]
+            [plugins.own.limits]
+            memory_mib = 6
+            [plugins.own.files]
+            access = "read-only"
+            [plugins.own.http]
+            timeout_ms = 2000
+            allow = ["127.0.0.1:2"]
+            "#,
+        )
+        .expect("parses");
+        let defaults = Limits {
+            fuel: 7,
+            ..Limits::default()
+        };
+        let policy = CapabilityPolicy::new(defaults.clone(), config, CommandLine::default());
+
+        let other = policy.grant(&greedy("other"));
+        assert_eq!(other.limits.memory, 4 * MIB);
+        assert_eq!(other.limits.call_timeout, Duration::from_millis(2000));
+        assert_eq!(other.limits.fuel, 7, "what no layer sets keeps its default");
+        assert_eq!(other.files, FileAccess::None);
+        assert_eq!(other.http_settings.timeout, Duration::from_millis(1000));
+        assert_eq!(other.http_policy.grants().len(), 1);
+
+        let own = policy.grant(&greedy("own"));
+        assert_eq!(own.limits.memory, 6 * MIB);
+        assert_eq!(own.limits.call_timeout, Duration::from_millis(2000));
+        assert_eq!(own.files, FileAccess::ReadOnly);
+        assert_eq!(own.http_settings.timeout, Duration::from_millis(2000));
+        assert_eq!(own.http_settings.max_redirects, 1);
+        assert_eq!(own.http_policy.grants().len(), 2, "grants add up");
+
+        let command_line = CommandLine {
+            files: Some(FileAccess::ReadWrite),
+            http_grants: vec!["127.0.0.1:3".parse().expect("grant")],
+            http: HttpSection {
+                timeout_ms: Some(3000),
+                ..HttpSection::default()
+            },
+        };
+        let policy = CapabilityPolicy::new(defaults, policy.config, command_line);
+        let own = policy.grant(&greedy("own"));
+        assert_eq!(own.files, FileAccess::ReadWrite);
+        assert_eq!(own.http_settings.timeout, Duration::from_millis(3000));
+        assert_eq!(own.http_settings.max_redirects, 1);
+        assert_eq!(own.http_policy.grants().len(), 3);
+        assert_eq!(own.limits.memory, 6 * MIB);
+    }
+
+    #[test]
+    fn without_any_setting_a_plugin_gets_clm_tools_rights_within_its_asks() {
+        let policy = CapabilityPolicy::default();
+        let all = policy.grant(&greedy("p"));
+        assert_eq!(all.files, FileAccess::ReadWrite);
+        assert_eq!(all.limits.memory, Limits::default().memory);
+        assert!(all.may_use_http() && all.may_write_files() && !all.is_read_only());
+        assert_eq!(all.denials().len(), 2, "{:?}", all.denials());
+        let nothing = policy.grant(&manifest(Capabilities::default()));
+        assert_eq!(nothing.files, FileAccess::None);
+        assert!(!nothing.may_use_http() && nothing.is_read_only());
+    }
+
+    #[test]
+    fn a_plugin_is_read_only_when_it_may_neither_write_nor_reach_a_host() {
+        let reader = manifest(Capabilities {
+            files: FileAccess::ReadOnly,
+            http: HttpAsk::Hosts(vec!["127.0.0.1:9".parse().expect("grant")]),
+            ..Capabilities::default()
+        });
+        // The policy refuses the one host the plugin asks for.
+        let granted = CapabilityPolicy::default().grant(&reader);
+        assert!(!granted.may_use_http() && !granted.may_write_files());
+        assert!(granted.is_read_only());
+        // Granted that host, it may reach out.
+        let command_line = CommandLine {
+            http_grants: vec!["127.0.0.1:9".parse().expect("grant")],
+            ..CommandLine::default()
+        };
+        let policy = CapabilityPolicy::new(Limits::default(), Config::default(), command_line);
+        let granted = policy.grant(&reader);
+        assert!(granted.may_use_http() && !granted.is_read_only());
+        // With public hosts off and nothing granted, asking for any host reaches none.
+        let config = Config::parse("[http]\npublic = false").expect("parses");
+        let policy = CapabilityPolicy::new(Limits::default(), config, CommandLine::default());
+        let granted = policy.grant(&manifest(Capabilities {
+            http: HttpAsk::Any,
+            ..Capabilities::default()
+        }));
+        assert!(!granted.may_use_http());
     }
 }

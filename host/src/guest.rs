@@ -6,7 +6,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use crate::cache::CodeCache;
-use crate::sandbox::{self, PluginPre, StoreState};
+use crate::sandbox::{self, CodeError, PluginPre, StoreState};
 
 /// The Lua guest component (a `toolcell:plugin` world component).
 pub static LUA_GUEST_WASM: &[u8] = include_bytes!(env!("TOOLCELL_LUA_GUEST_WASM"));
@@ -21,19 +21,21 @@ pub async fn lua_pre(
     engine: &Engine,
     cache: &CodeCache,
     linker: &'static Linker<StoreState>,
-) -> Result<PluginPre, String> {
-    static PRE: OnceCell<Result<PluginPre, String>> = OnceCell::const_new();
+) -> Result<PluginPre, CodeError> {
+    static PRE: OnceCell<Result<PluginPre, CodeError>> = OnceCell::const_new();
     PRE.get_or_init(|| {
         let (engine, cache) = (engine.clone(), cache.clone());
         async move {
             tokio::task::spawn_blocking(move || {
-                let component = compile(&engine, &cache).map_err(|error| {
-                    format!("the embedded Lua runtime does not compile: {error:#}")
-                })?;
+                let component = compile(&engine, &cache)
+                    .map_err(|error| CodeError::LuaRuntime(format!("{error:#}")))?;
                 sandbox::link(linker, &component)
             })
             .await
-            .map_err(|error| format!("compiling the Lua runtime was interrupted: {error}"))?
+            .map_err(|error| CodeError::Interrupted {
+                what: "compiling the Lua runtime",
+                reason: error.to_string(),
+            })?
         }
     })
     .await

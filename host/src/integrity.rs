@@ -29,6 +29,33 @@ pub struct Pins {
 #[error("{0}")]
 pub struct PinError(pub String);
 
+/// Why a file's digest does not satisfy the pins.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinMismatch {
+    /// The lock file pins another digest for it.
+    #[error("its SHA-256 is {digest}, but {} pins {pinned}", lock.display())]
+    Changed {
+        /// The file's digest.
+        digest: String,
+        /// The lock file.
+        lock: PathBuf,
+        /// The digest the lock file pins.
+        pinned: String,
+    },
+    /// The lock file does not list it (and no digest is pinned for every file).
+    #[error("it is not listed in {}", lock.display())]
+    NotListed {
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// Its digest is none of those pinned for every file.
+    #[error("its SHA-256 {digest} matches none of the pinned digests")]
+    NotPinned {
+        /// The file's digest.
+        digest: String,
+    },
+}
+
 impl Pins {
     /// Whether no pins were given (every file is accepted).
     pub fn is_empty(&self) -> bool {
@@ -68,23 +95,24 @@ impl Pins {
     }
 
     /// Checks a file's digest against the pins; the error says why it is refused.
-    pub fn check(&self, file: &Path, digest: &str) -> Result<(), String> {
+    pub fn check(&self, file: &Path, digest: &str) -> Result<(), PinMismatch> {
         if self.is_empty() || self.digests.iter().any(|pin| pin == digest) {
             return Ok(());
         }
         let locked = self.lock.get(&canonical(file));
         match (locked, &self.lock_file) {
             (Some(pin), _) if pin == digest => Ok(()),
-            (Some(pin), Some(lock)) => Err(format!(
-                "its SHA-256 is {digest}, but {} pins {pin}",
-                lock.display()
-            )),
+            (Some(pin), Some(lock)) => Err(PinMismatch::Changed {
+                digest: digest.to_string(),
+                lock: lock.clone(),
+                pinned: pin.clone(),
+            }),
             (None, Some(lock)) if self.digests.is_empty() => {
-                Err(format!("it is not listed in {}", lock.display()))
+                Err(PinMismatch::NotListed { lock: lock.clone() })
             }
-            _ => Err(format!(
-                "its SHA-256 {digest} matches none of the pinned digests"
-            )),
+            _ => Err(PinMismatch::NotPinned {
+                digest: digest.to_string(),
+            }),
         }
     }
 }
@@ -142,7 +170,13 @@ mod tests {
         pins.require(&A.to_uppercase()).expect("a digest");
         assert!(pins.check(Path::new("x.wasm"), A).is_ok());
         let error = pins.check(Path::new("x.wasm"), B).expect_err("refused");
-        assert!(error.contains("matches none"), "{error}");
+        assert_eq!(
+            error,
+            PinMismatch::NotPinned {
+                digest: B.to_string()
+            }
+        );
+        assert!(error.to_string().contains("matches none"), "{error}");
         assert!(pins.require("abc").is_err());
     }
 
@@ -160,11 +194,12 @@ mod tests {
         let error = pins
             .check(&dir.path().join("a.wasm"), B)
             .expect_err("a changed file is refused");
-        assert!(error.contains(&format!("pins {A}")), "{error}");
+        assert!(matches!(error, PinMismatch::Changed { .. }));
+        assert!(error.to_string().contains(&format!("pins {A}")), "{error}");
         let error = pins
             .check(&dir.path().join("c.wasm"), A)
             .expect_err("an unlisted file is refused");
-        assert!(error.contains("not listed"), "{error}");
+        assert_eq!(error, PinMismatch::NotListed { lock });
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod limits;
 pub mod manifest;
 pub mod mcp;
 pub mod names;
+mod outcome;
 pub mod pack;
 pub mod reload;
 mod runtime;
@@ -42,8 +43,8 @@ pub mod trusted;
 mod validation;
 pub mod wit_version;
 
+pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{
     BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, ListedTool, PluginInfo,
     PluginUpdate, Runtime, RuntimeBuilder, Scope, Session, Severity, ToolInfo,
 };
-pub use sandbox::CallOutcome;

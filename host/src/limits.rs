@@ -7,7 +7,7 @@ pub const MIB: u64 = 1024 * 1024;
 
 /// Limits for one plugin. The defaults are clm-tool(5)'s where it names one (8 MiB of
 /// memory, 500 ms for load-time code, 30 s per call) and generous backstops elsewhere.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// The plugin's own heap (for Lua: the Lua allocator's limit). Exceeding it is an
     /// ordinary, catchable "not enough memory" error inside the plugin.

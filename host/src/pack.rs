@@ -56,8 +56,8 @@ pub fn with_manifest(component: &[u8], manifest: &Manifest) -> Result<Packed, Pa
     let version = artifact
         .wit_version()
         .map_err(|error| PackError(error.to_string()))?;
-    wit_version::check_compatible(&version, &wit_version::host_version())
-        .map_err(|message| PackError(format!("the component cannot be loaded: {message}")))?;
+    wit_version::check(&version)
+        .map_err(|error| PackError(format!("the component cannot be loaded: {error}")))?;
     let text = manifest.to_toml();
     Ok(Packed {
         bytes: artifact.rewrite(
@@ -166,7 +166,7 @@ pub async fn check(
         .map_err(|error| PackError(format!("cannot write {}: {error}", path.display())))?;
     let (_, diagnostics) = inspect::load_without_files(&path, cache)
         .await
-        .map_err(PackError)?;
+        .map_err(|error| PackError(error.to_string()))?;
     Ok(diagnostics)
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
+use notify_debouncer_mini::notify::{self, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{DebounceEventResult, Debouncer, new_debouncer};
 use tokio::sync::mpsc;
 
@@ -33,6 +33,22 @@ impl Drop for Watcher {
     }
 }
 
+/// Why hot reload could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The file system's notifications are not available.
+    #[error("cannot watch the plugin directories: {0}")]
+    Unavailable(notify::Error),
+    /// One directory could not be watched.
+    #[error("cannot watch {}: {source}", dir.display())]
+    Directory {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: notify::Error,
+    },
+}
+
 /// Starts watching the plugin directories of `runtime`. Around each batch of changes
 /// it calls `reloading(true)` and, once the batch is applied, `reloading(false)` (a
 /// server is not ready meanwhile); after a batch that changed the registered tools
@@ -42,7 +58,7 @@ pub fn watch(
     runtime: Arc<RwLock<Runtime>>,
     tools_changed: impl Fn() + Send + 'static,
     reloading: impl Fn(bool) + Send + 'static,
-) -> Result<Watcher, String> {
+) -> Result<Watcher, WatchError> {
     let dirs = runtime
         .read()
         .unwrap_or_else(PoisonError::into_inner)
@@ -53,12 +69,15 @@ pub fn watch(
         // The receiver is gone only when the watcher is being dropped.
         let _ = events.send(result);
     })
-    .map_err(|error| format!("cannot watch the plugin directories: {error}"))?;
+    .map_err(WatchError::Unavailable)?;
     for dir in &dirs {
         debouncer
             .watcher()
             .watch(dir, RecursiveMode::NonRecursive)
-            .map_err(|error| format!("cannot watch {}: {error}", dir.display()))?;
+            .map_err(|source| WatchError::Directory {
+                dir: dir.clone(),
+                source,
+            })?;
     }
     let task = tokio::spawn(async move {
         while let Some(batch) = batches.recv().await {

@@ -51,21 +51,41 @@ impl fmt::Debug for PublicKey {
     }
 }
 
+/// Why a key could not be read or written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// The text is not base64.
+    #[error("{0:?} is not a base64 Ed25519 public key")]
+    NotBase64(String),
+    /// It decodes to something other than 32 bytes.
+    #[error("{0:?} is not an Ed25519 public key (it must decode to 32 bytes)")]
+    WrongLength(String),
+    /// The 32 bytes are not a point of the curve.
+    #[error("{0:?} is not a valid Ed25519 public key")]
+    NotAKey(String),
+    /// The text is not a PKCS#8 PEM Ed25519 private key.
+    #[error("not an Ed25519 private key in PKCS#8 PEM form: {0}")]
+    NotASecretKey(String),
+    /// The key could not be encoded.
+    #[error("cannot encode the key: {0}")]
+    Encoding(String),
+}
+
 impl FromStr for PublicKey {
-    type Err = String;
+    type Err = KeyError;
 
     /// Parses the base64 form that [`PublicKey`]'s `Display` writes.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         let bytes = BASE64
             .decode(text)
-            .map_err(|_| format!("{text:?} is not a base64 Ed25519 public key"))?;
-        let bytes: [u8; 32] = bytes.try_into().map_err(|_| {
-            format!("{text:?} is not an Ed25519 public key (it must decode to 32 bytes)")
-        })?;
+            .map_err(|_| KeyError::NotBase64(text.to_string()))?;
+        let bytes: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| KeyError::WrongLength(text.to_string()))?;
         VerifyingKey::from_bytes(&bytes)
             .map(PublicKey)
-            .map_err(|_| format!("{text:?} is not a valid Ed25519 public key"))
+            .map_err(|_| KeyError::NotAKey(text.to_string()))
     }
 }
 
@@ -87,18 +107,18 @@ impl SecretKey {
 
     /// Reads a PKCS#8 PEM key (as `toolcell keygen` or `openssl genpkey -algorithm
     /// ed25519` write it).
-    pub fn from_pem(text: &str) -> Result<SecretKey, String> {
+    pub fn from_pem(text: &str) -> Result<SecretKey, KeyError> {
         SigningKey::from_pkcs8_pem(text)
             .map(SecretKey)
-            .map_err(|error| format!("not an Ed25519 private key in PKCS#8 PEM form: {error}"))
+            .map_err(|error| KeyError::NotASecretKey(error.to_string()))
     }
 
     /// The key as PKCS#8 PEM.
-    pub fn to_pem(&self) -> Result<String, String> {
+    pub fn to_pem(&self) -> Result<String, KeyError> {
         self.0
             .to_pkcs8_pem(Default::default())
             .map(|pem| pem.to_string())
-            .map_err(|error| format!("cannot encode the key: {error}"))
+            .map_err(|error| KeyError::Encoding(error.to_string()))
     }
 
     /// The matching public key.

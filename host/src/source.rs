@@ -50,7 +50,8 @@ pub(crate) struct Source {
 }
 
 /// Why a plugin file was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub(crate) struct Refusal {
     /// The check that failed.
     pub kind: DiagnosticKind,
@@ -85,7 +86,7 @@ pub(crate) fn read(path: &Path, admission: &Admission<'_>) -> Result<Source, Ref
         admission
             .pins
             .check(path, &sha256_hex(&bytes))
-            .map_err(|message| refuse(DiagnosticKind::DigestMismatch, message))?;
+            .map_err(|mismatch| refuse(DiagnosticKind::DigestMismatch, mismatch.to_string()))?;
     }
     if path.extension().is_some_and(|extension| extension == "lua") {
         read_lua(path, bytes, admission)
@@ -119,10 +120,10 @@ fn read_lua(path: &Path, script: Vec<u8>, admission: &Admission<'_>) -> Result<S
             admission
                 .pins
                 .check(&sidecar, &sha256_hex(&bytes))
-                .map_err(|message| {
+                .map_err(|mismatch| {
                     refuse(
                         DiagnosticKind::DigestMismatch,
-                        format!("its manifest {}: {message}", file_name(&sidecar)),
+                        format!("its manifest {}: {mismatch}", file_name(&sidecar)),
                     )
                 })?;
             let text = String::from_utf8(bytes).map_err(|_| {
@@ -188,8 +189,8 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
     let version = artifact
         .wit_version()
         .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
-    wit_version::check_compatible(&version, &wit_version::host_version())
-        .map_err(|message| refuse(DiagnosticKind::WitMismatch, message))?;
+    wit_version::check(&version)
+        .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
     let manifest_bytes = artifact
         .manifest()
         .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?

@@ -11,6 +11,47 @@ use serde_json::Value;
 /// The most problems one error message lists; the rest are counted.
 pub const MAX_LISTED: usize = 10;
 
+/// Problems, shown on one line joined with "; ": at most [`MAX_LISTED`] of them, then
+/// how many more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problems {
+    listed: Vec<String>,
+    unlisted: usize,
+}
+
+impl Problems {
+    fn new(mut all: Vec<String>) -> Self {
+        let unlisted = all.len().saturating_sub(MAX_LISTED);
+        all.truncate(MAX_LISTED);
+        Problems {
+            listed: all,
+            unlisted,
+        }
+    }
+}
+
+impl std::fmt::Display for Problems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.listed.join("; "))?;
+        if self.unlisted > 0 {
+            write!(f, "; and {} more problems", self.unlisted)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a schema cannot check arguments: each place where it breaks its draft's
+/// meta-schema, or what compiling it stopped at, saying where in the schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UnusableSchema(pub Problems);
+
+/// What is wrong with a call's arguments: each problem with the JSON pointer of the
+/// offending value, in the order of the pointers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgumentProblems(pub Problems);
+
 /// A compiled `params_schema`.
 pub struct ArgumentValidator {
     validator: jsonschema::Validator,
@@ -26,12 +67,12 @@ impl ArgumentValidator {
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(schema: &Value) -> Result<ArgumentValidator, String> {
+    pub fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         if !schema.is_object() {
-            return Err(format!(
+            return Err(UnusableSchema(Problems::new(vec![format!(
                 "a params_schema must be a JSON object, not {}",
                 describe(schema)
-            ));
+            )])));
         }
         jsonschema::options()
             .should_validate_formats(false)
@@ -43,12 +84,12 @@ impl ArgumentValidator {
                 if !problems.contains(&first) {
                     problems.push(first);
                 }
-                list(problems)
+                UnusableSchema(Problems::new(problems))
             })
     }
 
-    /// Checks `args`; the error lists each problem, joined with "; ".
-    pub fn check(&self, args: &Value) -> Result<(), String> {
+    /// Checks `args`; the error lists each problem.
+    pub fn check(&self, args: &Value) -> Result<(), ArgumentProblems> {
         let mut problems: Vec<(String, String)> = self
             .validator
             .iter_errors(args)
@@ -63,20 +104,10 @@ impl ArgumentValidator {
         }
         problems.sort();
         problems.dedup();
-        Err(list(
+        Err(ArgumentProblems(Problems::new(
             problems.into_iter().map(|(_, problem)| problem).collect(),
-        ))
+        )))
     }
-}
-
-/// Problems joined with "; ", at most [`MAX_LISTED`] of them, then how many more.
-fn list(problems: Vec<String>) -> String {
-    let total = problems.len();
-    let mut listed: Vec<String> = problems.into_iter().take(MAX_LISTED).collect();
-    if total > MAX_LISTED {
-        listed.push(format!("and {} more problems", total - MAX_LISTED));
-    }
-    listed.join("; ")
 }
 
 /// Every place where `schema` breaks its draft's meta-schema, so an author fixes them
@@ -158,7 +189,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "name": 1234567 }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, r#"value at `/name` is not of type "string""#);
     }
 
@@ -175,7 +207,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "count": 0, "tags": ["a", 2], "extra": true }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(!error.contains('\n'), "{error}");
         for part in [
             r#""name" is a required property"#,
@@ -196,7 +229,8 @@ mod tests {
         });
         let error = validator(schema)
             .check(&json!({ "address": {} }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error, r#""city" is a required property (at `/address`)"#);
     }
 
@@ -206,7 +240,8 @@ mod tests {
             json!({ "type": "object", "properties": { "xs": { "items": { "type": "string" } } } });
         let error = validator(schema)
             .check(&json!({ "xs": (0..25).collect::<Vec<_>>() }))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(error.split("; ").count(), MAX_LISTED + 1, "{error}");
         assert!(error.ends_with("and 15 more problems"), "{error}");
     }
@@ -215,7 +250,7 @@ mod tests {
     fn a_schema_problem_says_where_in_the_schema() {
         let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
         assert_eq!(
-            ArgumentValidator::compile(&schema).unwrap_err(),
+            ArgumentValidator::compile(&schema).unwrap_err().to_string(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
     }
@@ -230,7 +265,7 @@ mod tests {
                 "t": { "maxLength": -1 }
             }
         });
-        let error = ArgumentValidator::compile(&schema).unwrap_err();
+        let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
         for part in [
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#,
             "at `/properties/s/type` in the schema:",
@@ -255,7 +290,7 @@ mod tests {
             json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
             json!({ "$ref": "https://example.com/schema.json" }),
         ] {
-            let error = ArgumentValidator::compile(&schema).unwrap_err();
+            let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
             assert!(
                 !error.is_empty() && !error.contains('\n'),
                 "{schema}: {error}"

@@ -738,7 +738,7 @@ fn an_artifact_in_the_ecosystem_layout_pulls_and_other_artifacts_are_refused() {
         "architecture": "wasm",
         "os": "wasip2",
         "layerDigests": [layer],
-        "component": { "exports": ["toolcell:plugin/guest@0.1.1"], "imports": [], "target": null }
+        "component": { "exports": ["toolcell:plugin/guest@0.2.0"], "imports": [], "target": null }
     }))
     .expect("JSON");
     let config_digest = registry.put_blob("other/greeter", &config);

@@ -355,13 +355,15 @@ impl Ctx {
                 .ok_or_else(|| mlua::Error::runtime("the invocation has ended"))?;
             if let Some(previous) = &call.ending {
                 let earlier = match previous {
-                    Ending::Completed(_) => "ctx:complete",
+                    Ending::Completed(_) | Ending::BrokeRule(_) => "ctx:complete",
                     Ending::Failed(_) => "ctx:fail",
                 };
-                return Err(api_error(
+                let error = api_error(
                     lua,
                     format!("{what} called after {earlier}: an invocation ends exactly once"),
-                ));
+                );
+                call.ended_twice = Some(errors::message(&error));
+                return Err(error);
             }
             call.ending = Some(match ending {
                 Ending::Completed(result) => completion(lua, call, result)?,
@@ -378,12 +380,12 @@ fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Re
     let live = tasks::live_count(call);
     if live > 0 {
         tasks::cancel_live(lua, call, "the tool completed")?;
-        return Ok(Ending::Failed(format!(
+        return Ok(Ending::BrokeRule(format!(
             "ctx:complete was called while {live} task(s) were still running; they were cancelled"
         )));
     }
     if let Some(error) = tasks::unobserved_error(call) {
-        return Ok(Ending::Failed(format!(
+        return Ok(Ending::BrokeRule(format!(
             "ctx:complete was called while a task error was never observed: {error}"
         )));
     }

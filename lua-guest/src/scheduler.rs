@@ -61,8 +61,10 @@ pub enum Strand {
 pub enum Ending {
     /// `ctx:complete(result)`.
     Completed(String),
-    /// `ctx:fail(message)`, or a completion that broke the task rules.
+    /// `ctx:fail(message)`.
     Failed(String),
+    /// A `ctx:complete` that broke the task rules; the message says which.
+    BrokeRule(String),
 }
 
 /// One invocation in flight.
@@ -73,6 +75,9 @@ pub struct Call {
     pub deadline: u64,
     /// Set once by `ctx:complete` / `ctx:fail`; reported when `invoke` returns.
     pub ending: Option<Ending>,
+    /// The error raised by a second `ctx:complete` / `ctx:fail`: if `invoke` ends
+    /// with it uncaught, the call broke the rule that it ends exactly once.
+    pub ended_twice: Option<String>,
     /// Every task spawned by this call, in spawn order (a handle is an index).
     pub tasks: Vec<Task>,
     /// Coroutines ready to run, with the values their resumption returns.
@@ -90,6 +95,7 @@ impl Call {
             main,
             deadline,
             ending: None,
+            ended_twice: None,
             tasks: Vec::new(),
             ready: VecDeque::from([(Strand::Main, args)]),
             ops: IdMap::default(),
@@ -197,7 +203,7 @@ enum Finish {
 pub fn run(lua: &Lua, id: CallId) -> CallState {
     match run_until_blocked(lua, id) {
         Ok(state) => state,
-        Err(error) => end_call(id, CallState::Failed(failure_text(lua, &error))),
+        Err(error) => end_call(id, failed(lua, &error)),
     }
 }
 
@@ -261,13 +267,21 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
             .ok_or_else(|| mlua::Error::runtime("call vanished"))?;
         let live = tasks::cancel_live(lua, call, "the tool's invoke function returned")?;
         Ok(match finish {
-            Finish::Raised(error) => CallState::Failed(failure_text(lua, &error)),
+            Finish::Raised(error) => {
+                let message = errors::message(&error);
+                if call.ended_twice.as_ref() == Some(&message) {
+                    CallState::BrokeRule(message)
+                } else {
+                    failed(lua, &error)
+                }
+            }
             Finish::Returned(values) => match call.ending.take() {
                 Some(Ending::Failed(message)) => CallState::Failed(message),
-                _ if live > 0 => CallState::Failed(format!(
+                Some(Ending::BrokeRule(message)) => CallState::BrokeRule(message),
+                _ if live > 0 => CallState::BrokeRule(format!(
                     "invoke returned while {live} task(s) were still running; they were cancelled"
                 )),
-                None => CallState::Failed(match values.front() {
+                None => CallState::BrokeRule(match values.front() {
                     None | Some(Value::Nil) => {
                         "invoke returned without calling ctx:complete or ctx:fail".to_string()
                     }
@@ -278,7 +292,7 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
                     ),
                 }),
                 Some(Ending::Completed(result)) => match tasks::unobserved_error(call) {
-                    Some(error) => CallState::Failed(format!(
+                    Some(error) => CallState::BrokeRule(format!(
                         "the tool completed while a task error was never observed: {error}"
                     )),
                     None => CallState::Completed(result),
@@ -286,8 +300,18 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
             },
         })
     });
-    let verdict = verdict.unwrap_or_else(|error| CallState::Failed(failure_text(lua, &error)));
+    let verdict = verdict.unwrap_or_else(|error| failed(lua, &error));
     end_call(id, verdict)
+}
+
+/// How a call ends when `error` ended its main coroutine: out of memory (the host
+/// words it, knowing the limit and its own cap), or the error as the tool's failure.
+fn failed(lua: &Lua, error: &mlua::Error) -> CallState {
+    if errors::is_out_of_memory(error) {
+        CallState::OutOfMemory
+    } else {
+        CallState::Failed(failure_text(lua, error))
+    }
 }
 
 /// A task ended: record its outcome and wake the main coroutine if it waited for this.
@@ -384,7 +408,8 @@ fn end_call(id: CallId, state: CallState) -> CallState {
     state
 }
 
-/// The model-visible message of an error that ended a coroutine.
+/// The message of an error that ended a coroutine, as the task's failure reads (and, for
+/// the main coroutine, the tool's).
 pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
     if errors::is_out_of_memory(error) {
         let limit = crate::runtime::memory_limit(lua);

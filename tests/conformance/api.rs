@@ -5,7 +5,7 @@
 use super::Fixture;
 use toolcell::config::Config;
 use toolcell::{CallOutcome, DiagnosticKind, InvokeError};
-use toolcell_tests::{assert_contains, failure, output, outside_dir};
+use toolcell_tests::{assert_contains, call, failure, failure_labelled, output, outside_dir};
 
 fn tool(name: &str, body: &str) -> String {
     format!("clm.tool_register({name:?}, {{ invoke = function(args, ctx)\n{body}\nend }})\n")
@@ -194,14 +194,16 @@ async fn ctx_completes_fails_and_forwards_raw_arguments() {
     let raw = "{ \"spaced\" :  [1, 2.50, \"x\"] }";
     assert_eq!(output(&runtime, "raw", raw).await, raw);
     assert_eq!(output(&runtime, "raw", "{}").await, "{}");
+    // Ending twice, uncaught, breaks the rule that an invocation ends exactly once.
+    let (kind, message) = failure_labelled(&runtime, "twice", "{}").await;
+    assert_eq!(kind, "broke_rule");
     assert_contains(
-        &failure(&runtime, "twice", "{}").await,
+        &message,
         &["ctx.lua:", "ctx:complete called after ctx:complete"],
     );
-    assert_contains(
-        &failure(&runtime, "fail_then_complete", "{}").await,
-        &["ctx:complete called after ctx:fail"],
-    );
+    let (kind, message) = failure_labelled(&runtime, "fail_then_complete", "{}").await;
+    assert_eq!(kind, "broke_rule");
+    assert_contains(&message, &["ctx:complete called after ctx:fail"]);
     // A caught second completion is an ordinary Lua error (a string): the first stands.
     assert_eq!(output(&runtime, "caught_twice", "{}").await, "kept");
     assert_eq!(output(&runtime, "report_second", "{}").await, "kept");
@@ -210,9 +212,15 @@ async fn ctx_completes_fails_and_forwards_raw_arguments() {
         &["ctx:complete expects a string, got number"],
     );
     assert_eq!(
-        failure(&runtime, "silent", "{}").await,
-        "invoke returned without calling ctx:complete or ctx:fail"
+        call(&runtime, "silent", "{}").await,
+        CallOutcome::BrokeRule("invoke returned without calling ctx:complete or ctx:fail".into())
     );
+    // The tool's own failure and a bad argument to the API are the tool's failures.
+    assert_eq!(
+        call(&runtime, "refuse", "{}").await,
+        CallOutcome::Failed("not today".into())
+    );
+    assert_eq!(failure_labelled(&runtime, "number", "{}").await.0, "failed");
 }
 
 #[tokio::test]
@@ -223,7 +231,7 @@ async fn unknown_tools_and_bad_arguments_never_reach_a_plugin() {
         runtime.call("helo", "{}").err(),
         Some(InvokeError::UnknownTool {
             name: "helo".into(),
-            suggestion: Some("hello".into())
+            suggestions: vec!["hello".into()]
         })
     );
     for (args, expected) in [

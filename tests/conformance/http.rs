@@ -324,7 +324,7 @@ async fn cancelling_a_call_drops_its_connections() {
         "the request reached the server"
     );
     call.cancel("stop");
-    assert_eq!(call.await, CallOutcome::Failed("cancelled: stop".into()));
+    assert_eq!(call.await, CallOutcome::Cancelled("cancelled: stop".into()));
     assert!(
         server.wait_for_client_closes(1, CLOSE_SEEN).await,
         "the server saw the connection closed"

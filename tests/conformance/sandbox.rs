@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use super::Fixture;
 use toolcell::limits::{Limits, MIB};
-use toolcell::{CallOutcome, DiagnosticKind};
+use toolcell::{CallOutcome, CrashCause, DiagnosticKind, PluginFate};
 use toolcell_tests::{assert_contains, call, failure, output};
 
 #[tokio::test]
@@ -263,8 +263,8 @@ async fn a_call_deadline_stops_loops_even_under_pcall_and_the_plugin_keeps_its_s
     let runtime = fixture.load().await;
     for tool in ["spin", "spin_pcall", "spin_xpcall"] {
         assert_eq!(
-            failure(&runtime, tool, "{}").await,
-            format!("tool '{tool}' timed out after 200 ms")
+            call(&runtime, tool, "{}").await,
+            CallOutcome::TimedOut(format!("tool '{tool}' timed out after 200 ms"))
         );
     }
     // The same Lua state survived all three: no restart, the counter is intact.
@@ -293,8 +293,10 @@ async fn running_out_of_lua_memory_is_a_catchable_error() {
         "false: not enough memory"
     );
     assert_eq!(
-        failure(&runtime, "hog", "{}").await,
-        "out of memory: the plugin reached its memory limit of 8 MiB"
+        call(&runtime, "hog", "{}").await,
+        CallOutcome::OutOfMemory(
+            "out of memory: the plugin reached its memory limit of 8 MiB".to_string()
+        )
     );
     // The table was local to the failed call: the plugin works again.
     assert_eq!(output(&runtime, "small", "{}").await, "fine");
@@ -342,10 +344,15 @@ async fn the_hosts_memory_cap_holds_when_the_plugins_own_limit_is_higher() {
         ..Limits::default()
     };
     let runtime = fixture.load_with(|builder| builder.limits(limits)).await;
-    assert_contains(
-        &failure(&runtime, "hog", "{}").await,
-        &["memory cap of 24 MiB"],
-    );
+    match call(&runtime, "hog", "{}").await {
+        CallOutcome::Crashed {
+            message,
+            cause: CrashCause::MemoryCap,
+            fate: PluginFate::Restarted,
+            ..
+        } => assert_contains(&message, &["memory cap of 24 MiB"]),
+        other => panic!("hog should crash at the memory cap, got {other:?}"),
+    }
     assert_eq!(output(&runtime, "small", "{}").await, "fine");
 }
 
@@ -445,10 +452,24 @@ async fn a_crash_fails_the_plugins_other_calls_and_spares_other_plugins() {
     let runtime = fixture.load().await;
     let napping = runtime.call("nap", "{}").expect("nap");
     let sibling = runtime.call("sibling_nap", "{}").expect("sibling_nap");
-    let crash = failure(&runtime, "backtrack", "{}").await;
-    assert_contains(&crash, &["crashed"]);
+    match call(&runtime, "backtrack", "{}").await {
+        CallOutcome::Crashed {
+            message,
+            cause: CrashCause::Deadline,
+            fate: PluginFate::Restarted,
+            during_another_call: false,
+            ..
+        } => assert_contains(&message, &["plugin 'crashers' crashed: "]),
+        other => panic!("backtrack should crash at its hard deadline, got {other:?}"),
+    }
     match napping.await {
-        CallOutcome::Failed(message) => assert_contains(&message, &["plugin 'crashers' crashed"]),
+        CallOutcome::Crashed {
+            message,
+            cause: CrashCause::Deadline,
+            fate: PluginFate::Restarted,
+            during_another_call: true,
+            ..
+        } => assert_contains(&message, &["plugin 'crashers' crashed during another call"]),
         other => panic!("the napping call should fail with the crash, got {other:?}"),
     }
     assert_eq!(

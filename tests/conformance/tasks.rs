@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::Fixture;
 use toolcell::CallOutcome;
-use toolcell_tests::{assert_contains, failure, output};
+use toolcell_tests::{assert_contains, call, failure, output};
 
 /// Generous bound for "about 300 ms" that still catches two 300 ms waits run in series.
 const NOT_SERIAL: Duration = Duration::from_millis(550);
@@ -345,18 +345,26 @@ async fn live_tasks_and_unobserved_errors_fail_the_tool() {
         "#,
     )]);
     let runtime = fixture.load().await;
-    assert_eq!(
-        failure(&runtime, "return_live", "{}").await,
-        "ctx:complete was called while 1 task(s) were still running; they were cancelled"
-    );
-    assert_eq!(
-        failure(&runtime, "return_live_no_complete", "{}").await,
-        "invoke returned while 1 task(s) were still running; they were cancelled"
-    );
-    assert_eq!(
-        failure(&runtime, "unobserved", "{}").await,
-        "ctx:complete was called while a task error was never observed: lost"
-    );
+    // Each breaks a rule of the tool contract, which the outcome says.
+    for (tool, message) in [
+        (
+            "return_live",
+            "ctx:complete was called while 1 task(s) were still running; they were cancelled",
+        ),
+        (
+            "return_live_no_complete",
+            "invoke returned while 1 task(s) were still running; they were cancelled",
+        ),
+        (
+            "unobserved",
+            "ctx:complete was called while a task error was never observed: lost",
+        ),
+    ] {
+        assert_eq!(
+            call(&runtime, tool, "{}").await,
+            CallOutcome::BrokeRule(message.to_string())
+        );
+    }
     assert_eq!(output(&runtime, "observed", "{}").await, "read: seen");
     assert_eq!(output(&runtime, "cancelled_is_fine", "{}").await, "ok");
 }
@@ -448,7 +456,7 @@ async fn a_caller_can_cancel_a_call_in_flight() {
     call.cancel("the user pressed stop");
     assert_eq!(
         call.await,
-        CallOutcome::Failed("cancelled: the user pressed stop".into())
+        CallOutcome::Cancelled("cancelled: the user pressed stop".into())
     );
     assert_eq!(output(&runtime, "ping", "{}").await, "pong");
 }
@@ -479,7 +487,7 @@ async fn a_cancelled_call_running_lua_code_stops_at_its_next_check() {
             .expect("the cancelled call stopped");
         assert_eq!(
             outcome,
-            CallOutcome::Failed("cancelled: the user pressed stop".into())
+            CallOutcome::Cancelled("cancelled: the user pressed stop".into())
         );
         assert_eq!(output(&runtime, "spins", "{}").await, round.to_string());
     }

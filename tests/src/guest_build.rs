@@ -110,8 +110,9 @@ pub fn rust_example() -> PathBuf {
         .unwrap_or_else(|error| panic!("{error}"))
 }
 
-/// A minimal Rust plugin built against `wit/plugin.wit` with its package version
-/// replaced by `version`: one tool, `versioned`, that answers "built for VERSION".
+/// A minimal Rust plugin built against `wit/plugin.wit` (for a 0.1.x version: the
+/// frozen `wit/0.1/plugin.wit`) with its package version replaced by `version`: one
+/// tool, `versioned`, that answers "built for VERSION".
 pub fn wit_version_guest(version: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     if let Some((_, path)) = BUILT
@@ -142,14 +143,16 @@ fn build_wit_version_guest(version: &str) -> Result<PathBuf, String> {
         std::fs::create_dir_all(path.parent().expect("a parent")).map_err(|e| e.to_string())?;
         std::fs::write(path, content).map_err(|error| format!("{}: {error}", path.display()))
     };
-    let wit = std::fs::read_to_string(workspace().join("wit/plugin.wit"))
-        .map_err(|error| format!("wit/plugin.wit: {error}"))?;
-    let current = format!(
-        "package toolcell:plugin@{};",
-        toolcell::wit_version::WIT_VERSION
-    );
+    let (source, declared) = if version.starts_with("0.1.") {
+        ("wit/0.1/plugin.wit", "0.1.2")
+    } else {
+        ("wit/plugin.wit", toolcell::wit_version::WIT_VERSION)
+    };
+    let wit = std::fs::read_to_string(workspace().join(source))
+        .map_err(|error| format!("{source}: {error}"))?;
+    let current = format!("package toolcell:plugin@{declared};");
     if !wit.contains(&current) {
-        return Err(format!("wit/plugin.wit does not declare {current}"));
+        return Err(format!("{source} does not declare {current}"));
     }
     write(
         &dir.join("wit/plugin.wit"),

@@ -153,17 +153,21 @@ pub async fn call(runtime: &Runtime, tool: &str, args: &str) -> CallOutcome {
 pub async fn output(runtime: &Runtime, tool: &str, args: &str) -> String {
     match call(runtime, tool, args).await {
         CallOutcome::Completed(output) => output,
-        CallOutcome::Failed(message) => panic!("{tool} failed: {message}"),
+        other => panic!("{tool} failed: {other:?}"),
     }
 }
 
-/// The message of a call that must fail.
+/// The message of a call that must fail, whatever the kind of failure.
 pub async fn failure(runtime: &Runtime, tool: &str, args: &str) -> String {
-    match call(runtime, tool, args).await {
-        CallOutcome::Failed(message) => message,
-        CallOutcome::Completed(output) => {
-            panic!("{tool} completed with {output:?} but should fail")
-        }
+    failure_labelled(runtime, tool, args).await.1
+}
+
+/// The kind (as [`CallOutcome::label`] names it) and message of a call that must fail.
+pub async fn failure_labelled(runtime: &Runtime, tool: &str, args: &str) -> (&'static str, String) {
+    let outcome = call(runtime, tool, args).await;
+    match outcome.failure() {
+        Some(message) => (outcome.label(), message.to_string()),
+        None => panic!("{tool} completed with {outcome:?} but should fail"),
     }
 }
 

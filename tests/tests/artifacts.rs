@@ -1,7 +1,7 @@
 //! `.wasm` artifacts through real sandboxes: manifests carried inside, digest pins,
 //! Ed25519 signatures and the trust policy, and WIT versions, with real components
-//! (packed Lua plugins, and Rust plugins built during the run against other versions
-//! of the WIT package).
+//! (packed Lua plugins, Rust plugins built during the run against other versions of
+//! the WIT package, and a Lua plugin packed by toolcell 0.1, `tests/compat/`).
 
 use toolcell::artifact::Artifact;
 use toolcell::cache::sha256_hex;
@@ -11,8 +11,8 @@ use toolcell::manifest::{Capabilities, MANIFEST_SECTION, Manifest};
 use toolcell::pack;
 use toolcell::signature::{self, SecretKey, TrustPolicy, UnsignedPolicy};
 use toolcell::wit_version::WIT_VERSION;
-use toolcell::{DiagnosticKind, Severity};
-use toolcell_tests::{Fixture, assert_contains, failure, guest_build, output};
+use toolcell::{CallOutcome, DiagnosticKind, Severity};
+use toolcell_tests::{Fixture, assert_contains, call, failure, guest_build, output};
 
 const HELLO: &str = r#"clm.tool_register("hello", { invoke = function(args, ctx)
   ctx:complete("Hello, " .. tostring(args.name) .. "!")
@@ -302,26 +302,71 @@ fn version_plugin(version: &str) -> Vec<u8> {
 }
 
 #[tokio::test]
-async fn a_plugin_built_for_an_older_compatible_wit_version_loads() {
+async fn plugins_built_for_this_wit_version_and_for_0_1_load() {
     assert_eq!(
-        WIT_VERSION, "0.1.2",
+        WIT_VERSION, "0.2.0",
         "update the versions this test builds against"
     );
-    let fixture = fixture_with(&[("older.wasm", &version_plugin("0.1.0"))]);
+    // 0.1.x run through the frozen 0.1 world the host still links.
+    for version in ["0.1.0", "0.1.2", "0.2.0"] {
+        let file = format!("built_for_{version}.wasm");
+        let fixture = fixture_with(&[(&file, &version_plugin(version))]);
+        let runtime = fixture.load().await;
+        assert!(
+            runtime.diagnostics().is_empty(),
+            "{version}: {:?}",
+            runtime.diagnostics()
+        );
+        assert_eq!(
+            output(&runtime, "versioned", "{}").await,
+            format!("built for {version}")
+        );
+    }
+}
+
+/// A Lua plugin packed by toolcell 0.1 (`tests/compat/lua-0.1.1.lua`): the Lua guest
+/// of `toolcell:plugin@0.1.1` with the script and a manifest, as such files exist.
+const PACKED_FOR_0_1_1: &[u8] = include_bytes!("../compat/lua-0.1.1.wasm");
+
+#[tokio::test]
+async fn a_lua_plugin_packed_with_the_0_1_guest_keeps_running_with_typed_outcomes() {
+    let artifact = Artifact::parse(PACKED_FOR_0_1_1).expect("parses");
+    assert_eq!(
+        artifact.wit_version().map(|version| version.to_string()),
+        Ok("0.1.1".to_string())
+    );
+    let fixture = fixture_with(&[("legacy.wasm", PACKED_FOR_0_1_1)]);
     let runtime = fixture.load().await;
     assert!(
         runtime.diagnostics().is_empty(),
         "{:?}",
         runtime.diagnostics()
     );
-    assert_eq!(output(&runtime, "versioned", "{}").await, "built for 0.1.0");
+    assert_eq!(
+        output(&runtime, "legacy_hello", "{}").await,
+        "hello from the 0.1.1 guest"
+    );
+    // A step after a wait: the timer's outcome reaches the 0.1 guest.
+    assert_eq!(output(&runtime, "legacy_nap", "{}").await, "rested");
+    assert_eq!(
+        call(&runtime, "legacy_fail", "{}").await,
+        CallOutcome::Failed("refused by the tool".to_string())
+    );
+    // The 0.1 world can only say "out of memory" in words: the host reads them.
+    assert_eq!(
+        call(&runtime, "legacy_hog", "{}").await,
+        CallOutcome::OutOfMemory(
+            "out of memory: the plugin reached its memory limit of 8 MiB".to_string()
+        )
+    );
+    assert_eq!(output(&runtime, "legacy_nap", "{}").await, "rested");
 }
 
 #[tokio::test]
 async fn a_plugin_built_for_an_incompatible_wit_version_is_refused_naming_both() {
     let fixture = fixture_with(&[
-        ("a_next_minor.wasm", &version_plugin("0.2.0")),
-        ("b_newer_patch.wasm", &version_plugin("0.1.3")),
+        ("a_next_minor.wasm", &version_plugin("0.3.0")),
+        ("b_newer_patch.wasm", &version_plugin("0.2.1")),
     ]);
     let runtime = fixture.load().await;
     let refusals = runtime.diagnostics();
@@ -335,23 +380,23 @@ async fn a_plugin_built_for_an_incompatible_wit_version_is_refused_naming_both()
         &refusals[0].message,
         &[
             "a_next_minor.wasm",
-            "toolcell:plugin@0.2.0",
+            "toolcell:plugin@0.3.0",
             &format!("toolcell:plugin@{WIT_VERSION}"),
         ],
     );
     assert_contains(
         &refusals[1].message,
-        &["b_newer_patch.wasm", "toolcell:plugin@0.1.3", "newer"],
+        &["b_newer_patch.wasm", "toolcell:plugin@0.2.1", "newer"],
     );
     assert!(runtime.tools().is_empty());
 }
 
 #[test]
 fn pack_refuses_a_component_this_toolcell_cannot_load() {
-    let built = std::fs::read(guest_build::wit_version_guest("0.2.0")).expect("built");
+    let built = std::fs::read(guest_build::wit_version_guest("0.3.0")).expect("built");
     let error =
         pack::with_manifest(&built, &manifest("x", Capabilities::default())).expect_err("refused");
-    assert_contains(&error.0, &["toolcell:plugin@0.2.0", WIT_VERSION]);
+    assert_contains(&error.0, &["toolcell:plugin@0.3.0", WIT_VERSION]);
 }
 
 #[tokio::test]

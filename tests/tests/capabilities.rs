@@ -62,6 +62,9 @@ async fn a_sidecar_manifest_names_the_plugin_and_limits_its_files_to_reading() {
     let plugin = &runtime.plugins()[0];
     assert_eq!(plugin.manifest.id, "reader");
     assert_eq!(plugin.manifest.version.to_string(), "1.2.3");
+    // The grants say what the sandbox enforces: reading, and no HTTP (none asked).
+    assert_eq!(plugin.grants.files(), FileAccess::ReadOnly);
+    assert!(!plugin.grants.may_use_http() && plugin.grants.is_read_only());
     assert_eq!(
         runtime.tool("read").map(|tool| tool.plugin.as_str()),
         Some("reader")
@@ -240,6 +243,33 @@ async fn the_config_file_sets_file_access_per_plugin_id() {
     assert_contains(
         &refused,
         &["plugin 'plain' has no file access", "the policy allows"],
+    );
+}
+
+#[tokio::test]
+async fn the_command_line_wins_over_the_config_file() {
+    let fixture = Fixture::new(&[("plain.lua", ASKER)]);
+    let config =
+        Config::parse("[files]\naccess = \"none\"\n[plugins.plain.files]\naccess = \"none\"\n")
+            .expect("config");
+    let runtime = fixture
+        .load_with(|builder| builder.config(config).file_access(FileAccess::ReadWrite))
+        .await;
+    let grants = &runtime.plugins()[0].grants;
+    assert_eq!(grants.files(), FileAccess::ReadWrite);
+    assert!(grants.may_write_files() && !grants.is_read_only());
+    assert_eq!(
+        output(
+            &runtime,
+            "write",
+            &args(serde_json::json!({"path": "note.txt", "text": "granted"}))
+        )
+        .await,
+        "written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fixture.root().join("note.txt")).expect("read"),
+        "granted"
     );
 }
 

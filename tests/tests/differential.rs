@@ -181,9 +181,10 @@ async fn patched_lua_prints_what_stock_lua_prints_natively_and_in_the_guest() {
         std::fs::write(&path, text).expect("the script is written");
         let from_stock = run_native(&stock_driver, &path, name);
         let from_patched = run_native(&patched_driver, &path, name);
-        let in_guest = match call(&runtime, name, "{}").await {
-            toolcell::CallOutcome::Completed(output) => output,
-            toolcell::CallOutcome::Failed(message) => format!("failed: {message}"),
+        let outcome = call(&runtime, name, "{}").await;
+        let in_guest = match outcome.failure() {
+            None => outcome.output().unwrap_or_default().to_string(),
+            Some(message) => format!("failed: {message}"),
         };
         if from_patched != from_stock {
             failures.push(format!(

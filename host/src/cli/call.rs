@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error};
-use crate::CallOutcome;
 
 #[derive(Args)]
 pub(super) struct CallArgs {
@@ -47,9 +46,10 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode
         Err(error) => return usage_error(&error.to_string()),
     };
     let outcome = runtime.block_on(call);
-    println!("{}", outcome.model_text());
-    match outcome {
-        CallOutcome::Completed(_) => ExitCode::SUCCESS,
-        CallOutcome::Failed(_) => ExitCode::FAILURE,
+    println!("{}", outcome.to_model_text());
+    if outcome.is_completed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

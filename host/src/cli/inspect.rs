@@ -25,7 +25,7 @@ pub(super) struct InspectArgs {
 pub(super) fn run(runtime: &tokio::runtime::Runtime, args: InspectArgs) -> ExitCode {
     let report = match runtime.block_on(inspect::inspect(&args.file, CodeCache::from_env())) {
         Ok(report) => report,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&error.to_string()),
     };
     if args.json {
         match serde_json::to_string_pretty(&as_json(&report)) {

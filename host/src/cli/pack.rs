@@ -83,8 +83,8 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode
     {
         return usage_error(&format!("cannot create {}: {error}", parent.display()));
     }
-    if let Err(message) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
-        return usage_error(&message);
+    if let Err(error) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
+        return usage_error(&error.to_string());
     }
     if packed.dropped_signatures > 0 {
         eprintln!(

@@ -112,6 +112,7 @@ fn watch(
         },
     )
     .map(Some)
+    .map_err(|error| error.to_string())
 }
 
 /// Listens at once (the probes answer while the plugins load), serves MCP once they

@@ -56,8 +56,8 @@ pub(super) fn sign(args: SignArgs) -> ExitCode {
         Err(message) => return usage_error(&message),
     };
     let output = args.output.unwrap_or(args.file);
-    if let Err(message) = write_atomically(&output, &signed, Readers::Everyone) {
-        return usage_error(&message);
+    if let Err(error) = write_atomically(&output, &signed, Readers::Everyone) {
+        return usage_error(&error.to_string());
     }
     println!("signed {} with key {}", output.display(), key.public());
     ExitCode::SUCCESS
@@ -115,10 +115,10 @@ pub(super) fn keygen(args: KeygenArgs) -> ExitCode {
     let key = SecretKey::generate();
     let pem = match key.to_pem() {
         Ok(pem) => pem,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&error.to_string()),
     };
-    if let Err(message) = write_atomically(&args.output, pem.as_bytes(), Readers::Owner) {
-        return usage_error(&message);
+    if let Err(error) = write_atomically(&args.output, pem.as_bytes(), Readers::Owner) {
+        return usage_error(&error.to_string());
     }
     println!("{}", key.public());
     ExitCode::SUCCESS

@@ -97,7 +97,7 @@ fn write(verified: &Verified, path: &Path) -> Result<(), DistributionError> {
         })?;
     }
     write_atomically(path, &verified.pulled.bytes, Readers::Everyone)
-        .map_err(DistributionError::Write)
+        .map_err(|error| DistributionError::Write(error.to_string()))
 }
 
 /// Pulls `reference` into `dir` as `ID.wasm`, after the checks.

@@ -54,7 +54,7 @@ pub struct WasmConfig {
 /// The `component` part of the config.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComponentInfo {
-    /// Its top-level exports: interfaces (`toolcell:plugin/guest@0.1.1`) or functions.
+    /// Its top-level exports: interfaces (`toolcell:plugin/guest@0.2.0`) or functions.
     pub exports: Vec<String>,
     /// Its top-level imports.
     pub imports: Vec<String>,

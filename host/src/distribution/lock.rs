@@ -199,7 +199,7 @@ impl LockFile {
             text.push('\n');
         }
         write_atomically(&self.path, text.as_bytes(), Readers::Everyone)
-            .map_err(DistributionError::Lock)
+            .map_err(|error| DistributionError::Lock(error.to_string()))
     }
 }
 
@@ -242,7 +242,10 @@ fn parse_record(text: &str) -> Result<Record, String> {
     }
     let signer = match signer.ok_or_else(|| missing("signer"))?.as_str() {
         "none" => None,
-        key => Some(key.parse::<PublicKey>()?),
+        key => Some(
+            key.parse::<PublicKey>()
+                .map_err(|error| error.to_string())?,
+        ),
     };
     let file = file.trim();
     if file.is_empty() {

@@ -239,7 +239,7 @@ impl fmt::Display for HostGrant {
 }
 
 /// Which hosts one plugin may reach over HTTP.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpPolicy {
     grants: Vec<HostGrant>,
     allow_public: bool,
@@ -320,6 +320,16 @@ impl HttpPolicy {
             class => Some(format!(
                 "{ask} is {class} (grant it with --allow-http {ask})"
             )),
+        }
+    }
+
+    /// Whether some request could pass: the manifest asks for a destination the
+    /// policy does not certainly refuse (see [`HttpPolicy::refusal_of`]), or for any
+    /// while the policy grants a host or allows public ones.
+    pub fn may_reach_some_host(&self) -> bool {
+        match &self.destinations {
+            None => self.allow_public || !self.grants.is_empty(),
+            Some(asked) => asked.iter().any(|ask| self.refusal_of(ask).is_none()),
         }
     }
 

@@ -39,7 +39,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{FLOOR_TOOL, Shared};
-use crate::{CallOutcome, InvokeError, ListedTool, Session, schema};
+use crate::{InvokeError, ListedTool, Session, schema};
 
 /// How often a call with a progress token reports that it is still running.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -121,9 +121,10 @@ impl ToolServer {
             }
         };
         let text = ContentBlock::text(outcome.model_text());
-        Ok(match outcome {
-            CallOutcome::Completed(_) => CallToolResult::success(vec![text]),
-            CallOutcome::Failed(_) => CallToolResult::error(vec![text]),
+        Ok(if outcome.is_completed() {
+            CallToolResult::success(vec![text])
+        } else {
+            CallToolResult::error(vec![text])
         })
     }
 }

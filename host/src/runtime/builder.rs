@@ -15,6 +15,7 @@ use crate::debug_log::DebugLog;
 use crate::engine;
 use crate::envelope::{Envelope, UntrustedOutput};
 use crate::files::{FileAccess, FileRoot, Files, RootError};
+use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
@@ -60,9 +61,7 @@ pub struct RuntimeBuilder {
     config: Config,
     root: Option<PathBuf>,
     limits: Limits,
-    http_grants: Vec<HostGrant>,
-    http_overrides: HttpSection,
-    file_access: Option<FileAccess>,
+    command_line: CommandLine,
     pins: Pins,
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
@@ -79,9 +78,7 @@ impl Default for RuntimeBuilder {
             config: Config::default(),
             root: None,
             limits: Limits::default(),
-            http_grants: Vec::new(),
-            http_overrides: HttpSection::default(),
-            file_access: None,
+            command_line: CommandLine::default(),
             pins: Pins::default(),
             trust: None,
             debug_log: DebugLog::path_from_env(),
@@ -123,29 +120,31 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The limits every plugin starts from (the configuration file may refine them).
+    /// The limits every plugin starts from: the defaults, which the configuration
+    /// file refines (see [`crate::grants`] for the order of precedence).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
 
-    /// Grants every plugin HTTP access to a host the default policy refuses.
+    /// Grants every plugin HTTP access to a host the default policy refuses
+    /// (`--allow-http`; added to the configuration file's grants).
     pub fn allow_http(mut self, grant: HostGrant) -> Self {
-        self.http_grants.push(grant);
+        self.command_line.http_grants.push(grant);
         self
     }
 
     /// HTTP bounds (and grants, as text) that win over the configuration file's, for
     /// every plugin: what the command line says.
     pub fn http_overrides(mut self, overrides: HttpSection) -> Self {
-        self.http_overrides = overrides;
+        self.command_line.http = overrides;
         self
     }
 
     /// The most file access any plugin may get, over the configuration file's
     /// (`--files`).
     pub fn file_access(mut self, access: FileAccess) -> Self {
-        self.file_access = Some(access);
+        self.command_line.files = Some(access);
         self
     }
 
@@ -250,11 +249,7 @@ impl RuntimeBuilder {
             debug_log,
         };
         let policy = Policy {
-            config: self.config,
-            limits: self.limits,
-            http_grants: self.http_grants,
-            http_overrides: self.http_overrides,
-            file_access: self.file_access,
+            capabilities: CapabilityPolicy::new(self.limits, self.config, self.command_line),
             pins: self.pins,
             trust,
         };

@@ -5,20 +5,17 @@ use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Linker;
 
 use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
-use crate::config::{Config, HttpSection};
-use crate::files::FileAccess;
-use crate::grants::{self, Allowed};
+use crate::grants::{CapabilityPolicy, Grants};
 use crate::guest;
-use crate::http::HostGrant;
 use crate::integrity::Pins;
-use crate::limits::Limits;
 use crate::manifest::Manifest;
 use crate::sandbox::{
-    self, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices, StoreState,
+    self, CodeError, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
+    StoreState,
 };
 use crate::signature::TrustPolicy;
 use crate::source::{self, Admission, Code, Refusal};
@@ -28,35 +25,20 @@ use super::plugin::{Plugin, PluginFile};
 
 /// What the user's policy says, for every plugin of a runtime.
 pub(super) struct Policy {
-    pub config: Config,
-    pub limits: Limits,
-    pub http_grants: Vec<HostGrant>,
-    pub http_overrides: HttpSection,
-    pub file_access: Option<FileAccess>,
+    /// What plugins may be granted.
+    pub capabilities: CapabilityPolicy,
+    /// Digests plugin files must match.
     pub pins: Pins,
+    /// Which signatures are trusted, and whether unsigned plugins load.
     pub trust: TrustPolicy,
 }
 
-impl Policy {
-    /// What the policy allows plugin `id`.
-    fn allowed_for(&self, id: &str) -> Allowed {
-        let (http_policy, http_settings) =
-            self.config
-                .http_for(id, &self.http_grants, &self.http_overrides);
-        Allowed {
-            limits: self.config.limits_for(id, &self.limits),
-            http_policy,
-            http_settings,
-            files: self.config.files_for(id, self.file_access),
-        }
-    }
-}
-
-/// A loaded plugin: its actor, the tools it registered and its manifest.
+/// A loaded plugin: its actor, the tools it registered, its manifest and grants.
 pub(super) struct Loaded {
     pub handle: PluginHandle,
     pub specs: Vec<ToolSpec>,
     pub manifest: Manifest,
+    pub grants: Grants,
 }
 
 /// The outcome of loading one file, with the warnings it produced either way.
@@ -142,8 +124,8 @@ impl Loader {
         };
         let mut warnings = source.warnings;
         let manifest = source.manifest;
-        let granted = grants::grant(&manifest, self.policy.allowed_for(&manifest.id));
-        warnings.extend(granted.denials.iter().map(|denial| {
+        let grants = self.policy.capabilities.grant(&manifest);
+        warnings.extend(grants.denials().iter().map(|denial| {
             (
                 DiagnosticKind::CapabilityDenied,
                 Severity::Warning,
@@ -158,15 +140,15 @@ impl Loader {
             }
         };
         let outcome = match pre {
-            Err(message) => Err(Refusal {
+            Err(error) => Err(Refusal {
                 kind: DiagnosticKind::LoadFailed,
-                message,
+                message: error.to_string(),
             }),
             Ok(pre) => {
                 let context = PluginContext::new(
                     manifest.id.clone(),
                     source.script,
-                    granted.into(),
+                    grants.clone(),
                     &self.services,
                 );
                 sandbox::spawn_plugin(Arc::new(context), pre)
@@ -175,6 +157,7 @@ impl Loader {
                         handle,
                         specs,
                         manifest,
+                        grants,
                     })
                     .map_err(|failure| Refusal {
                         kind: DiagnosticKind::LoadFailed,
@@ -194,20 +177,19 @@ impl Loader {
         bytes: Vec<u8>,
         digest: String,
         what: String,
-    ) -> Result<PluginPre, String> {
+    ) -> Result<PluginPre, CodeError> {
         let (engine, cache) = (self.engine.clone(), self.cache.clone());
         let component = tokio::task::spawn_blocking(move || {
             cache
                 .component(&engine, &bytes, Some(&digest), &what)
-                .map_err(|error| format!("not a valid wasm component: {error:#}"))
+                .map_err(|error| CodeError::NotAComponent(format!("{error:#}")))
         })
         .await
-        .map_err(|error| format!("compiling was interrupted: {error}"))??;
-        self.pre_of(&component)
-    }
-
-    fn pre_of(&self, component: &Component) -> Result<PluginPre, String> {
-        sandbox::link(self.linker, component)
+        .map_err(|error| CodeError::Interrupted {
+            what: "compiling",
+            reason: error.to_string(),
+        })??;
+        sandbox::link(self.linker, &component)
     }
 }
 

@@ -33,8 +33,10 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use crate::envelope::{Envelope, OutputPolicy};
+use crate::grants::Grants;
 use crate::manifest::Manifest;
-use crate::sandbox::{CallOutcome, PluginHandle};
+use crate::outcome::CallOutcome;
+use crate::sandbox::PluginHandle;
 use crate::strict_schema::drop_optional_nulls;
 use crate::validation::ArgumentValidator;
 
@@ -76,6 +78,8 @@ pub struct PluginInfo {
     pub file: PathBuf,
     /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
     pub manifest: Manifest,
+    /// What it was granted: its manifest's asks, cut to what the user's policy allows.
+    pub grants: Grants,
 }
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
@@ -225,7 +229,7 @@ impl Runtime {
             .binary_search_by(|plugin| plugin.file.order().cmp(&update.file.order()));
         match (position, update.plugin) {
             (Ok(index), Some(mut plugin)) => {
-                if plugin.manifest.is_none() {
+                if plugin.info.is_none() {
                     // A reload that failed: the tools the plugin offered before are the
                     // ones a caller will look for.
                     let before: Vec<String> = self.plugins[index]
@@ -278,7 +282,7 @@ impl Runtime {
         let mut ids: HashMap<&str, &Path> = HashMap::new();
         for plugin in &self.plugins {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(manifest) = &plugin.manifest else {
+            let Some(info) = &plugin.info else {
                 if let Some(failure) = plugin
                     .diagnostics
                     .iter()
@@ -288,6 +292,7 @@ impl Runtime {
                 }
                 continue;
             };
+            let manifest = &info.manifest;
             let display = plugin.file.display_name();
             if let Some(first) = ids.get(manifest.id.as_str()) {
                 let collision = Diagnostic::error(
@@ -304,10 +309,7 @@ impl Runtime {
                 continue;
             }
             ids.insert(&manifest.id, &plugin.file.path);
-            self.infos.push(PluginInfo {
-                file: plugin.file.path.clone(),
-                manifest: manifest.clone(),
-            });
+            self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {
                     file: plugin.file.path.clone(),
@@ -471,7 +473,7 @@ impl Runtime {
         {
             return Ok(Some(without_nulls.to_string()));
         }
-        Err(invalid(problems))
+        Err(invalid(problems.to_string()))
     }
 }
 
@@ -564,7 +566,7 @@ impl Future for Call {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(outcome)) => outcome,
             Poll::Ready(Err(_)) => {
-                CallOutcome::Failed(format!("plugin '{}' stopped", self.handle.name()))
+                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
             }
         };
         self.finished = true;

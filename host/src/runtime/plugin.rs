@@ -9,18 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message};
-use crate::manifest::Manifest;
 use crate::names;
 use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::source::Refusal;
 use crate::validation::ArgumentValidator;
 
-use super::ToolInfo;
 use super::builder::BuildError;
 use super::diagnostic::{Diagnostic, DiagnosticKind};
 use super::loader::{LoadReport, Loaded};
 use super::offered;
+use super::{PluginInfo, ToolInfo};
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
@@ -134,8 +133,9 @@ impl PluginFile {
 /// its tools, each ready to register or rejected.
 pub(super) struct Plugin {
     pub file: PluginFile,
-    /// The manifest of a plugin that loaded; `None` when it was refused or failed.
-    pub manifest: Option<Manifest>,
+    /// What a plugin that loaded is (its manifest and grants); `None` when it was
+    /// refused or failed.
+    pub info: Option<PluginInfo>,
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
     /// The tools in registration order: ready, or rejected with the reason.
@@ -208,7 +208,7 @@ impl Plugin {
         let offered = offered::in_file(&file.path);
         Plugin {
             file,
-            manifest: None,
+            info: None,
             diagnostics,
             tools: Vec::new(),
             offered,
@@ -234,6 +234,7 @@ impl Plugin {
             handle,
             specs,
             manifest,
+            grants,
         } = match report.outcome {
             Ok(loaded) => loaded,
             Err(refusal) => return Plugin::refused(file, diagnostics, refusal),
@@ -333,8 +334,12 @@ impl Plugin {
             })
             .collect();
         Plugin {
+            info: Some(PluginInfo {
+                file: file.path.clone(),
+                manifest,
+                grants,
+            }),
             file,
-            manifest: Some(manifest),
             diagnostics,
             tools,
             offered: Vec::new(),

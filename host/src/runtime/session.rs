@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::CallOutcome;
 use crate::envelope::Envelope;
 use crate::names::{GlobError, ToolGlob};
-use crate::sandbox::CallOutcome;
 
 use super::registry::Listing;
 use super::{Call, InvokeError, Runtime, ToolInfo};

@@ -23,8 +23,9 @@ use tokio::sync::oneshot;
 use super::PluginContext;
 use super::instance::{Instance, LoadFailure, PluginPre};
 use super::ops::{CallId, OpEvent};
-use super::supervisor::{CallOutcome, CallRequest, Supervisor};
+use super::supervisor::{CallRequest, Supervisor};
 use crate::bindings::ToolSpec;
+use crate::outcome::CallOutcome;
 
 enum Command {
     Start(CallRequest),
@@ -91,7 +92,7 @@ impl PluginHandle {
             return outcome;
         };
         if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
-            let _ = request.reply.send(CallOutcome::Failed(format!(
+            let _ = request.reply.send(CallOutcome::Stopped(format!(
                 "plugin '{}' is not running",
                 self.name
             )));
@@ -258,9 +259,7 @@ impl Actor {
                     self.queued_starts.fetch_sub(1, Ordering::AcqRel);
                 }
                 Work::Command(Some(Command::Cancel { call, reason })) => {
-                    supervisor
-                        .cancel(call, &format!("cancelled: {reason}"))
-                        .await;
+                    supervisor.cancel(call, &reason).await;
                 }
                 Work::Command(Some(Command::Watch)) => {}
                 Work::Command(None) => {

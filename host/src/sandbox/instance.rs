@@ -13,28 +13,141 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 use super::PluginContext;
 use super::ops::Operations;
 use super::state::StoreState;
-use crate::bindings::{
-    CallState, LoadError, LoadRequest, OpOutcome, Plugin, PluginPre as BindingsPre, ToolSpec,
-};
+use crate::bindings::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1};
 use crate::clock;
 use crate::limits::format_bytes;
+use crate::outcome::CrashCause;
 
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
-pub struct PluginPre {
-    pre: BindingsPre<StoreState>,
+pub enum PluginPre {
+    /// A plugin of the current world.
+    Current(bindings::PluginPre<StoreState>),
+    /// A plugin built for `toolcell:plugin@0.1.x`.
+    V0_1(v0_1::PluginPre<StoreState>),
+}
+
+/// A plugin instance's exports, in the world it was built for.
+enum Guest {
+    Current(bindings::Plugin),
+    V0_1(v0_1::Plugin),
 }
 
 impl PluginPre {
-    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world).
+    /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world of
+    /// this toolcell or of the 0.1 series, by the version of the guest interface it
+    /// exports).
     pub fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
-        Ok(PluginPre {
-            pre: BindingsPre::new(pre)?,
+        let engine = pre.engine();
+        let v0_1 = pre
+            .component()
+            .component_type()
+            .exports(engine)
+            .any(|(name, _)| name.starts_with("toolcell:plugin/guest@0.1."));
+        Ok(if v0_1 {
+            PluginPre::V0_1(v0_1::PluginPre::new(pre)?)
+        } else {
+            PluginPre::Current(bindings::PluginPre::new(pre)?)
         })
     }
 
     fn engine(&self) -> &Engine {
-        self.pre.engine()
+        match self {
+            PluginPre::Current(pre) => pre.engine(),
+            PluginPre::V0_1(pre) => pre.engine(),
+        }
+    }
+
+    async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
+        Ok(match self {
+            PluginPre::Current(pre) => Guest::Current(pre.instantiate_async(store).await?),
+            PluginPre::V0_1(pre) => Guest::V0_1(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+/// The guest's four exports, with a 0.1 guest's values converted at the edge (see
+/// `bindings::v0_1`). The second value of `start` and `resume` is a 0.1 guest's own
+/// words for running out of memory.
+impl Guest {
+    async fn load(
+        &self,
+        store: &mut Store<StoreState>,
+        request: &LoadRequest,
+    ) -> wasmtime::Result<Result<Vec<ToolSpec>, LoadError>> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_load(store, request).await
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let request = v0_1::load_request(request);
+                Ok(v0_1::load_result(guest.call_load(store, &request).await?))
+            }
+        }
+    }
+
+    async fn start(
+        &self,
+        store: &mut Store<StoreState>,
+        call: u64,
+        tool: &str,
+        args: &str,
+        deadline: u64,
+    ) -> wasmtime::Result<(CallState, Option<String>)> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_start(store, call, tool, args, deadline).await?;
+                Ok((state, None))
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_start(store, call, tool, args, deadline).await?;
+                Ok(v0_1::call_state(state))
+            }
+        }
+    }
+
+    async fn resume(
+        &self,
+        store: &mut Store<StoreState>,
+        call: u64,
+        op: u64,
+        outcome: OpOutcome,
+    ) -> wasmtime::Result<(CallState, Option<String>)> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_resume(store, call, op, &outcome).await?;
+                Ok((state, None))
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let outcome = v0_1::op_outcome(outcome);
+                let state = guest.call_resume(store, call, op, &outcome).await?;
+                Ok(v0_1::call_state(state))
+            }
+        }
+    }
+
+    async fn cancel(
+        &self,
+        store: &mut Store<StoreState>,
+        call: u64,
+        reason: &str,
+    ) -> wasmtime::Result<()> {
+        match self {
+            Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_cancel(store, call, reason).await
+            }
+            Guest::V0_1(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_cancel(store, call, reason).await
+            }
+        }
     }
 }
 
@@ -46,7 +159,7 @@ pub enum LoadFailure {
     /// Its load-time code failed (a Lua error, a bad registration, ...).
     Failed(String),
     /// The instance trapped or could not be created.
-    Crashed(String),
+    Crashed(Crash),
 }
 
 impl std::fmt::Display for LoadFailure {
@@ -60,14 +173,46 @@ impl std::fmt::Display for LoadFailure {
                 )
             }
             LoadFailure::Failed(message) => f.write_str(message),
-            LoadFailure::Crashed(reason) => write!(f, "the sandbox trapped: {reason}"),
+            LoadFailure::Crashed(crash) => write!(f, "the sandbox trapped: {}", crash.reason),
         }
     }
 }
 
-/// A trap that ended an instance, with the reason as users should read it.
+/// A trap that ended an instance: what stopped it, and the reason as users should
+/// read it.
 #[derive(Debug, Clone)]
-pub struct Crash(pub String);
+pub struct Crash {
+    /// What stopped the instance.
+    pub cause: CrashCause,
+    /// What happened, in words ("it ran out of fuel (its budget is ...)").
+    pub reason: String,
+}
+
+impl Crash {
+    fn new(cause: CrashCause, reason: impl Into<String>) -> Self {
+        Crash {
+            cause,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Where a call stands after a step, as the host reads the guest's `call-state`.
+#[derive(Debug)]
+pub enum Step {
+    /// It waits on an operation.
+    Pending,
+    /// It completed with this output.
+    Completed(String),
+    /// The tool failed with this message.
+    Failed(String),
+    /// The plugin broke a rule of the tool contract; the message says which.
+    BrokeRule(String),
+    /// It ran out of memory; the message says which limit it reached.
+    OutOfMemory(String),
+    /// It ran past its deadline and stopped itself.
+    TimedOut,
+}
 
 /// A step overran its hard deadline (seen at a fuel yield or an epoch tick).
 #[derive(Debug)]
@@ -84,7 +229,7 @@ impl std::error::Error for HardDeadline {}
 /// A loaded plugin instance.
 pub struct Instance {
     store: Store<StoreState>,
-    plugin: Plugin,
+    guest: Guest,
     /// The memory cap's refusals before the current step.
     refusals_before_step: u64,
 }
@@ -104,14 +249,16 @@ impl Instance {
         context: &Arc<PluginContext>,
         pre: &PluginPre,
     ) -> Result<(Instance, Vec<ToolSpec>), LoadFailure> {
-        let limits = &context.limits;
+        let limits = &context.grants.limits;
         let mut store = Store::new(pre.engine(), StoreState::new(context.clone()));
         store.limiter(|state| &mut state.cap);
         let engine = crate::engine::options();
         if engine.fuel {
             store
                 .fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL))
-                .map_err(|error| LoadFailure::Crashed(format!("{error:#}")))?;
+                .map_err(|error| {
+                    LoadFailure::Crashed(Crash::new(CrashCause::Trap, format!("{error:#}")))
+                })?;
         }
         if engine.epoch {
             store.epoch_deadline_callback(|store| {
@@ -124,9 +271,9 @@ impl Instance {
         }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
         arm(&mut store, limits.fuel, hard_deadline);
-        let plugin = until(hard_deadline, pre.pre.instantiate_async(&mut store))
+        let guest = until(hard_deadline, pre.instantiate(&mut store))
             .await
-            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0).0))?;
+            .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0)))?;
         let request = LoadRequest {
             name: context.name.clone(),
             script: context.script.clone(),
@@ -134,8 +281,7 @@ impl Instance {
             memory_limit: limits.memory,
             debug_log: context.debug_log.is_some(),
         };
-        let guest = plugin.toolcell_plugin_guest();
-        let result = until(hard_deadline, guest.call_load(&mut store, &request)).await;
+        let result = until(hard_deadline, guest.load(&mut store, &request)).await;
         match result {
             // Load-time code that never returned control (C-level work, a bare wasm
             // loop) ran past the load deadline like any other: say so, unless the
@@ -146,13 +292,13 @@ impl Instance {
             {
                 Err(LoadFailure::TimedOut(limits.load_timeout))
             }
-            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error, 0).0)),
+            Err(error) => Err(LoadFailure::Crashed(crash_reason(&store, &error, 0))),
             Ok(Err(LoadError::TimedOut)) => Err(LoadFailure::TimedOut(limits.load_timeout)),
             Ok(Err(LoadError::Failed(message))) => Err(LoadFailure::Failed(message)),
             Ok(Ok(specs)) => Ok((
                 Instance {
                     store,
-                    plugin,
+                    guest,
                     refusals_before_step: 0,
                 },
                 specs,
@@ -173,15 +319,15 @@ impl Instance {
         args: &str,
         deadline: Instant,
         fuel: &mut u64,
-    ) -> Result<CallState, Crash> {
+    ) -> Result<Step, Crash> {
         self.ops().begin_call(call);
         let hard_deadline = self.prepare(call, *fuel, deadline);
-        let guest = self.plugin.toolcell_plugin_guest();
         let deadline_ns = clock::instant_to_nanos(deadline);
-        let step = guest.call_start(&mut self.store, call, tool, args, deadline_ns);
+        let step = self
+            .guest
+            .start(&mut self.store, call, tool, args, deadline_ns);
         let result = until(hard_deadline, step).await;
-        self.finish(result, fuel)
-            .map(|state| self.memory_hint(state))
+        self.finish(result, fuel).map(|state| self.step(state))
     }
 
     /// Delivers the outcome of `op` to call `call`.
@@ -189,26 +335,23 @@ impl Instance {
         &mut self,
         call: u64,
         op: u64,
-        outcome: &OpOutcome,
+        outcome: OpOutcome,
         deadline: Instant,
         fuel: &mut u64,
-    ) -> Result<CallState, Crash> {
+    ) -> Result<Step, Crash> {
         let hard_deadline = self.prepare(call, *fuel, deadline);
-        let guest = self.plugin.toolcell_plugin_guest();
-        let step = guest.call_resume(&mut self.store, call, op, outcome);
+        let step = self.guest.resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
-        self.finish(result, fuel)
-            .map(|state| self.memory_hint(self.explain_memory(state)))
+        self.finish(result, fuel).map(|state| self.step(state))
     }
 
     /// Ends call `call` inside the plugin, and aborts its operations.
     pub async fn cancel(&mut self, call: u64, reason: &str) -> Result<(), Crash> {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
-        let mut fuel = self.store.data().plugin.limits.fuel;
+        let mut fuel = self.store.data().plugin.grants.limits.fuel;
         let hard_deadline = self.prepare(call, fuel, Instant::now());
-        let guest = self.plugin.toolcell_plugin_guest();
-        let step = guest.call_cancel(&mut self.store, call, reason);
+        let step = self.guest.cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
         self.ops().end_call(call);
         self.finish(result, &mut fuel)
@@ -228,7 +371,7 @@ impl Instance {
     /// Arms the backstops for a step of `call` that should end by `deadline`; returns
     /// the hard deadline (the deadline plus the grace period).
     fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
-        let hard_deadline = deadline + self.store.data().plugin.limits.deadline_grace;
+        let hard_deadline = deadline + self.store.data().plugin.grants.limits.deadline_grace;
         arm(&mut self.store, fuel, hard_deadline);
         let state = self.store.data_mut();
         state.running = Some(call);
@@ -237,32 +380,43 @@ impl Instance {
         hard_deadline
     }
 
-    /// The guest only sees a failed allocation; when the host's cap refused memory
-    /// during the step, say that it was the cap, not the plugin's own limit.
-    fn explain_memory(&self, state: CallState) -> CallState {
-        let cap = &self.store.data().cap;
+    /// Reads the state a step left the call in (with a 0.1 guest's own words for
+    /// running out of memory).
+    fn step(&self, (state, guest_text): (CallState, Option<String>)) -> Step {
         match state {
-            CallState::Failed(message)
-                if message.starts_with("out of memory")
-                    && cap.refusals() > self.refusals_before_step =>
-            {
-                CallState::Failed(format!(
-                    "out of memory: the sandbox reached its memory cap of {}",
-                    format_bytes(cap.max_memory())
-                ))
-            }
-            other => other,
+            CallState::Pending => Step::Pending,
+            CallState::Completed(output) => Step::Completed(output),
+            CallState::Failed(message) => Step::Failed(message),
+            CallState::BrokeRule(message) => Step::BrokeRule(message),
+            CallState::OutOfMemory => Step::OutOfMemory(self.memory_message(guest_text)),
+            CallState::TimedOut => Step::TimedOut,
         }
     }
 
-    /// When the policy granted less memory than the plugin's manifest asks for, an
-    /// out-of-memory failure says so and how to grant it.
-    fn memory_hint(&self, state: CallState) -> CallState {
-        match (state, &self.store.data().plugin.hints.memory) {
-            (CallState::Failed(message), Some(hint)) if message.starts_with("out of memory") => {
-                CallState::Failed(format!("{message}; {hint}"))
-            }
-            (state, _) => state,
+    /// Why a call ran out of memory: the guest only sees a failed allocation, so when
+    /// the host's cap refused memory during the step, it was the cap, not the plugin's
+    /// own limit (`guest_text`, the guest's own words, else the host's). When the
+    /// policy granted less memory than the plugin's manifest asks for, the message
+    /// says so and how to grant it.
+    fn memory_message(&self, guest_text: Option<String>) -> String {
+        let data = self.store.data();
+        let cap = &data.cap;
+        let message = if cap.refusals() > self.refusals_before_step {
+            format!(
+                "out of memory: the sandbox reached its memory cap of {}",
+                format_bytes(cap.max_memory())
+            )
+        } else {
+            guest_text.unwrap_or_else(|| {
+                format!(
+                    "out of memory: the plugin reached its memory limit of {}",
+                    format_bytes(data.plugin.grants.limits.memory)
+                )
+            })
+        };
+        match &data.plugin.grants.hints.memory {
+            Some(hint) => format!("{message}; {hint}"),
+            None => message,
         }
     }
 
@@ -303,16 +457,19 @@ async fn until<R>(
 /// Words a trap for users: which limit it hit, or what went wrong. `refusals_before`
 /// is the memory cap's count of refusals when the step began.
 fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_before: u64) -> Crash {
-    let limits = &store.data().plugin.limits;
+    let limits = &store.data().plugin.grants.limits;
     if store.data().cap.refusals() > refusals_before {
-        let hint = match &store.data().plugin.hints.memory {
+        let hint = match &store.data().plugin.grants.hints.memory {
             Some(hint) => format!("; {hint}"),
             None => String::new(),
         };
-        return Crash(format!(
-            "it exceeded its memory cap of {}{hint}",
-            format_bytes(limits.linear_memory)
-        ));
+        return Crash::new(
+            CrashCause::MemoryCap,
+            format!(
+                "it exceeded its memory cap of {}{hint}",
+                format_bytes(limits.linear_memory)
+            ),
+        );
     }
     if error.downcast_ref::<HardDeadline>().is_some() {
         // A Lua plugin's deadline check runs everywhere Lua code runs and in the
@@ -324,20 +481,25 @@ fn crash_reason(store: &Store<StoreState>, error: &wasmtime::Error, refusals_bef
         } else {
             "it kept running past its deadline without returning control"
         };
-        return Crash(reason.to_string());
+        return Crash::new(CrashCause::Deadline, reason);
     }
-    let reason = match error.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => format!(
-            "it ran out of fuel (its budget is {} per call)",
-            limits.fuel
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => Crash::new(
+            CrashCause::OutOfFuel,
+            format!(
+                "it ran out of fuel (its budget is {} per call)",
+                limits.fuel
+            ),
         ),
-        Some(Trap::StackOverflow) => "its wasm stack overflowed".to_string(),
-        Some(Trap::Interrupt) => "it was interrupted".to_string(),
-        Some(Trap::UnreachableCodeReached) => {
-            "it aborted (a trap in the plugin's own code)".to_string()
+        Some(Trap::StackOverflow) => {
+            Crash::new(CrashCause::StackOverflow, "its wasm stack overflowed")
         }
-        Some(trap) => format!("it trapped: {trap}"),
-        None => format!("{error:#}"),
-    };
-    Crash(reason)
+        Some(Trap::Interrupt) => Crash::new(CrashCause::Trap, "it was interrupted"),
+        Some(Trap::UnreachableCodeReached) => Crash::new(
+            CrashCause::Trap,
+            "it aborted (a trap in the plugin's own code)",
+        ),
+        Some(trap) => Crash::new(CrashCause::Trap, format!("it trapped: {trap}")),
+        None => Crash::new(CrashCause::Trap, format!("{error:#}")),
+    }
 }

@@ -32,13 +32,11 @@ use wasmtime::component::{Component, Linker};
 pub use actor::{PluginHandle, spawn_plugin};
 pub use instance::{LoadFailure, PluginPre};
 pub use state::StoreState;
-pub use supervisor::CallOutcome;
 
 use crate::debug_log::DebugLog;
-use crate::files::{FileAccess, Files};
-use crate::grants::{Granted, Hints};
-use crate::http::{HttpPolicy, HttpSettings, PluginHttp};
-use crate::limits::Limits;
+use crate::files::Files;
+use crate::grants::Grants;
+use crate::http::PluginHttp;
 use interrupts::Interrupts;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
@@ -55,40 +53,40 @@ pub fn linker(engine: &Engine) -> Result<&'static Linker<StoreState>, String> {
         .map_err(Clone::clone)
 }
 
+/// Why a plugin's code cannot run: it does not compile, or does not fit the plugin
+/// world. (The texts carry wasmtime's reasons, so that a failed compilation can be
+/// shared by every load that waited for it.)
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodeError {
+    /// The bytes are not a component wasmtime can compile.
+    #[error("not a valid wasm component: {0}")]
+    NotAComponent(String),
+    /// The Lua guest built into toolcell does not compile (a broken build).
+    #[error("the embedded Lua runtime does not compile: {0}")]
+    LuaRuntime(String),
+    /// The compilation's task ended before it did ("compiling", "compiling the Lua
+    /// runtime").
+    #[error("{what} was interrupted: {reason}")]
+    Interrupted {
+        /// What was compiling.
+        what: &'static str,
+        /// Why it stopped.
+        reason: String,
+    },
+    /// Its imports are not what the host provides.
+    #[error("the component does not fit toolcell's plugin world: {0}")]
+    DoesNotFit(String),
+    /// It does not export the guest interface the host calls.
+    #[error("the component does not export the plugin interface: {0}")]
+    NoPluginInterface(String),
+}
+
 /// Links `component` against the host, checking that it fits the plugin world.
-pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<PluginPre, String> {
-    let pre = linker.instantiate_pre(component).map_err(|error| {
-        format!("the component does not fit toolcell's plugin world: {error:#}")
-    })?;
-    PluginPre::new(pre)
-        .map_err(|error| format!("the component does not export the plugin interface: {error:#}"))
-}
-
-/// What one plugin may do: its limits, HTTP policy and file access.
-#[derive(Clone, Debug)]
-pub struct PluginSettings {
-    /// Resource limits.
-    pub limits: Limits,
-    /// Which hosts the plugin may reach.
-    pub http_policy: HttpPolicy,
-    /// Bounds on its HTTP requests.
-    pub http_settings: HttpSettings,
-    /// How it may use the file root.
-    pub files: FileAccess,
-    /// How to explain a refusal of what was not granted.
-    pub hints: Hints,
-}
-
-impl From<Granted> for PluginSettings {
-    fn from(granted: Granted) -> Self {
-        PluginSettings {
-            limits: granted.limits,
-            http_policy: granted.http_policy,
-            http_settings: granted.http_settings,
-            files: granted.files,
-            hints: granted.hints,
-        }
-    }
+pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<PluginPre, CodeError> {
+    let pre = linker
+        .instantiate_pre(component)
+        .map_err(|error| CodeError::DoesNotFit(format!("{error:#}")))?;
+    PluginPre::new(pre).map_err(|error| CodeError::NoPluginInterface(format!("{error:#}")))
 }
 
 /// Services every plugin of a runtime shares.
@@ -109,22 +107,14 @@ pub struct PluginContext {
     pub name: String,
     /// The Lua script, for plugins run by the Lua guest.
     pub script: Option<Vec<u8>>,
-    /// Resource limits.
-    pub limits: Limits,
+    /// What the plugin may do: its limits, HTTP policy and file access.
+    pub grants: Grants,
     /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
     pub tool_config: Arc<HashMap<String, String>>,
     /// The root for file access, or why there is none.
     pub files: Files,
-    /// How the plugin may use `files`.
-    pub file_access: FileAccess,
-    /// How to explain a refusal of what was not granted.
-    pub hints: Hints,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
-    /// The plugin's HTTP policy and bounds.
-    pub http_policy: HttpPolicy,
-    /// See `http_policy`.
-    pub http_settings: HttpSettings,
     /// The plugin's HTTP client, created on its first request.
     http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
     /// Its calls cancelled while a step may be running.
@@ -132,25 +122,21 @@ pub struct PluginContext {
 }
 
 impl PluginContext {
-    /// A context for plugin `name` running `script` (for Lua plugins) under `settings`
+    /// A context for plugin `name` running `script` (for Lua plugins) under `grants`
     /// and the services of `services`.
     pub fn new(
         name: String,
         script: Option<Vec<u8>>,
-        settings: PluginSettings,
+        grants: Grants,
         services: &SharedServices,
     ) -> Self {
         PluginContext {
             name,
             script,
-            limits: settings.limits,
+            grants,
             tool_config: services.tool_config.clone(),
             files: services.files.clone(),
-            file_access: settings.files,
-            hints: settings.hints,
             debug_log: services.debug_log.clone(),
-            http_policy: settings.http_policy,
-            http_settings: settings.http_settings,
             http_client: OnceLock::new(),
             interrupts: Interrupts::default(),
         }
@@ -160,7 +146,8 @@ impl PluginContext {
     pub fn http(&self) -> Result<Arc<PluginHttp>, String> {
         self.http_client
             .get_or_init(|| {
-                PluginHttp::new(self.http_policy.clone(), self.http_settings.clone())
+                let grants = &self.grants;
+                PluginHttp::new(grants.http_policy.clone(), grants.http_settings.clone())
                     .map(Arc::new)
                     .map_err(|error| error.to_string())
             })

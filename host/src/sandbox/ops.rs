@@ -26,6 +26,28 @@ pub const MAX_HTTP_IN_FLIGHT: usize = 8;
 /// A single tool call may make at most this many HTTP requests in total (clm-tool(5)).
 pub const MAX_HTTP_PER_CALL: u32 = 128;
 
+/// Why an operation may not start; the plugin sees the text as the operation's error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The call is not in flight (another call's id, or one that ended).
+    #[error("call {0} is not running")]
+    CallNotRunning(CallId),
+    /// The plugin's actor does not run yet, so no outcome could be delivered.
+    #[error("operations cannot start before the plugin's actor runs")]
+    NoActor,
+    /// The plugin has as many operations pending as it may.
+    #[error("too many pending operations (a plugin may have at most {0})")]
+    TooManyPending(usize),
+    /// The plugin has as many HTTP requests in flight as it may.
+    #[error(
+        "too many HTTP requests in flight: a plugin may have at most {MAX_HTTP_IN_FLIGHT} at once"
+    )]
+    TooManyInFlight,
+    /// The call has made as many HTTP requests as one call may.
+    #[error("too many HTTP requests: a tool call may make at most {MAX_HTTP_PER_CALL}")]
+    TooManyForCall,
+}
+
 /// An operation's outcome on its way to the plugin's actor.
 #[derive(Debug)]
 pub struct OpEvent {
@@ -143,29 +165,22 @@ impl Operations {
     }
 
     /// Checks that `call` may start one more operation (and one more HTTP request).
-    pub fn admit(&mut self, call: CallId, http: bool) -> Result<(), String> {
+    pub fn admit(&mut self, call: CallId, http: bool) -> Result<(), Refused> {
         let Some(call_ops) = self.calls.get(&call) else {
-            return Err(format!("call {call} is not running"));
+            return Err(Refused::CallNotRunning(call));
         };
         if self.events.is_none() {
-            return Err("operations cannot start before the plugin's actor runs".to_string());
+            return Err(Refused::NoActor);
         }
         if self.pending.len() >= self.max_pending {
-            return Err(format!(
-                "too many pending operations (a plugin may have at most {})",
-                self.max_pending
-            ));
+            return Err(Refused::TooManyPending(self.max_pending));
         }
         if http {
             if self.http_in_flight >= MAX_HTTP_IN_FLIGHT {
-                return Err(format!(
-                    "too many HTTP requests in flight: a plugin may have at most {MAX_HTTP_IN_FLIGHT} at once"
-                ));
+                return Err(Refused::TooManyInFlight);
             }
             if call_ops.http_started >= MAX_HTTP_PER_CALL {
-                return Err(format!(
-                    "too many HTTP requests: a tool call may make at most {MAX_HTTP_PER_CALL}"
-                ));
+                return Err(Refused::TooManyForCall);
             }
         }
         Ok(())
@@ -219,16 +234,17 @@ mod tests {
 
     use tokio::sync::mpsc;
 
-    use super::Operations;
+    use super::{Operations, Refused};
     use crate::bindings::OpOutcome;
 
     #[test]
     fn no_operation_is_admitted_before_the_actor_connects() {
         let mut ops = Operations::new(16);
         ops.begin_call(7);
+        assert_eq!(ops.admit(7, false), Err(Refused::NoActor));
         assert_eq!(
-            ops.admit(7, false),
-            Err("operations cannot start before the plugin's actor runs".to_string())
+            Refused::NoActor.to_string(),
+            "operations cannot start before the plugin's actor runs"
         );
         let (events, _receiver) = mpsc::unbounded_channel();
         ops.connect(Arc::new(events));

@@ -10,7 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::PluginContext;
 use super::limiter::MemoryCap;
 use super::ops::Operations;
-use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell};
+use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
 use crate::http::{self, Method};
 
@@ -47,8 +47,8 @@ impl StoreState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let cap = MemoryCap::new(plugin.limits.linear_memory);
-        let ops = Operations::new(plugin.limits.max_pending_ops);
+        let cap = MemoryCap::new(plugin.grants.limits.linear_memory);
+        let ops = Operations::new(plugin.grants.limits.max_pending_ops);
         StoreState {
             wasi,
             table: ResourceTable::new(),
@@ -72,10 +72,12 @@ impl WasiView for StoreState {
 }
 
 /// Adds the WASI interfaces (empty, see `StoreState::new`) and the toolcell host
-/// services to `linker`.
+/// services to `linker`, in the current world and in 0.1's (a different minor version
+/// of a 0.x package is a different interface to the linker).
 pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
     Ok(())
 }
 
@@ -115,8 +117,11 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        if !self.plugin.file_access.can_read() {
-            return Err(format!("cannot read {path}: {}", self.plugin.hints.files));
+        if !self.plugin.grants.files.can_read() {
+            return Err(format!(
+                "cannot read {path}: {}",
+                self.plugin.grants.hints.files
+            ));
         }
         let root = self
             .plugin
@@ -124,15 +129,19 @@ impl toolcell::plugin::host::Host for StoreState {
             .root()
             .map_err(|reason| format!("cannot read {path}: {reason}"))?
             .clone();
-        let max_bytes = self.plugin.limits.memory;
-        tokio::task::spawn_blocking(move || root.read(&path, max_bytes))
-            .await
-            .unwrap_or_else(|error| Err(format!("the read was interrupted: {error}")))
+        let max_bytes = self.plugin.grants.limits.memory;
+        match tokio::task::spawn_blocking(move || root.read(&path, max_bytes)).await {
+            Ok(read) => read.map_err(|error| error.to_string()),
+            Err(error) => Err(format!("the read was interrupted: {error}")),
+        }
     }
 
     async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        if !self.plugin.file_access.can_write() {
-            return Err(format!("cannot write {path}: {}", self.plugin.hints.files));
+        if !self.plugin.grants.files.can_write() {
+            return Err(format!(
+                "cannot write {path}: {}",
+                self.plugin.grants.hints.files
+            ));
         }
         let root = self
             .plugin
@@ -140,9 +149,10 @@ impl toolcell::plugin::host::Host for StoreState {
             .root()
             .map_err(|reason| format!("cannot write {path}: {reason}"))?
             .clone();
-        tokio::task::spawn_blocking(move || root.write(&path, &content))
-            .await
-            .unwrap_or_else(|error| Err(format!("the write was interrupted: {error}")))
+        match tokio::task::spawn_blocking(move || root.write(&path, &content)).await {
+            Ok(written) => written.map_err(|error| error.to_string()),
+            Err(error) => Err(format!("the write was interrupted: {error}")),
+        }
     }
 
     fn http_start(&mut self, call: u64, request: HttpRequest) -> Result<u64, String> {
@@ -151,7 +161,9 @@ impl toolcell::plugin::host::Host for StoreState {
             "POST" => Method::Post,
             other => return Err(format!("unsupported HTTP method {other:?}")),
         };
-        self.ops.admit(call, true)?;
+        self.ops
+            .admit(call, true)
+            .map_err(|refused| refused.to_string())?;
         let client = self.plugin.http()?;
         let request = http::Request {
             method,
@@ -172,7 +184,9 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        self.ops.admit(call, false)?;
+        self.ops
+            .admit(call, false)
+            .map_err(|refused| refused.to_string())?;
         Ok(self.ops.spawn(call, false, async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             OpOutcome::TimerFired
@@ -181,5 +195,54 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn cancel_op(&mut self, op: u64) {
         self.ops.abort(op);
+    }
+}
+
+impl v0_1::toolcell::plugin::types::Host for StoreState {}
+
+/// The 0.1 host services are the current ones; only the request type differs.
+impl v0_1::toolcell::plugin::host::Host for StoreState {
+    fn log(&mut self, message: String) {
+        toolcell::plugin::host::Host::log(self, message);
+    }
+
+    fn now(&mut self) -> u64 {
+        toolcell::plugin::host::Host::now(self)
+    }
+
+    fn interrupted(&mut self, deadline: u64) -> bool {
+        toolcell::plugin::host::Host::interrupted(self, deadline)
+    }
+
+    fn timeout_note(&mut self, note: String) {
+        toolcell::plugin::host::Host::timeout_note(self, note);
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        toolcell::plugin::host::Host::config(self, key)
+    }
+
+    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+        toolcell::plugin::host::Host::read_file(self, path).await
+    }
+
+    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
+        toolcell::plugin::host::Host::write_file(self, path, content).await
+    }
+
+    fn http_start(
+        &mut self,
+        call: u64,
+        request: v0_1::toolcell::plugin::types::HttpRequest,
+    ) -> Result<u64, String> {
+        toolcell::plugin::host::Host::http_start(self, call, v0_1::http_request(request))
+    }
+
+    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
+        toolcell::plugin::host::Host::timer_start(self, call, ms)
+    }
+
+    fn cancel_op(&mut self, op: u64) {
+        toolcell::plugin::host::Host::cancel_op(self, op);
     }
 }

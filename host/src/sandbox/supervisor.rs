@@ -15,30 +15,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use super::PluginContext;
-use super::instance::{Crash, Instance, PluginPre};
+use super::instance::{Crash, Instance, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
-use crate::bindings::CallState;
 use crate::limits::bounded_message;
-
-/// How a call ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallOutcome {
-    /// The tool completed; the string is its output.
-    Completed(String),
-    /// The tool failed; the string is the message the model sees inside
-    /// "[tool failed: ...]".
-    Failed(String),
-}
-
-impl CallOutcome {
-    /// The text the model sees: the output, or "[tool failed: MESSAGE]".
-    pub fn model_text(&self) -> String {
-        match self {
-            CallOutcome::Completed(output) => output.clone(),
-            CallOutcome::Failed(message) => format!("[tool failed: {message}]"),
-        }
-    }
-}
+use crate::outcome::{CallOutcome, CrashCause, PluginFate};
 
 /// A call to start: what the caller asked for and where its outcome goes.
 pub struct CallRequest {
@@ -136,14 +116,19 @@ impl Supervisor {
             reply,
         } = request;
         if let Some(reason) = &self.disabled {
-            let _ = reply.send(CallOutcome::Failed(reason.clone()));
+            let _ = reply.send(CallOutcome::Disabled(reason.clone()));
             return;
         }
         if self.instance.is_none()
             && let Err(failure) = self.restart().await
         {
             let name = &self.context.name;
-            let _ = reply.send(CallOutcome::Failed(format!("plugin '{name}' {failure}")));
+            let _ = reply.send(CallOutcome::Crashed {
+                message: format!("plugin '{name}' {failure}"),
+                cause: CrashCause::Restart,
+                fate: self.fate_after_failed_restart(),
+                during_another_call: false,
+            });
             return;
         }
         let Some(instance) = self.instance.as_mut() else {
@@ -152,12 +137,12 @@ impl Supervisor {
         let (timeout, timeout_hint) = match timeout {
             Some(own) => (own, None),
             None => (
-                self.context.limits.call_timeout,
-                self.context.hints.timeout.clone(),
+                self.context.grants.limits.call_timeout,
+                self.context.grants.hints.timeout.clone(),
             ),
         };
         let deadline = Instant::now() + timeout;
-        let mut fuel = self.context.limits.fuel;
+        let mut fuel = self.context.grants.limits.fuel;
         let state = instance
             .start(call, &tool, &args, deadline, &mut fuel)
             .await;
@@ -191,16 +176,27 @@ impl Supervisor {
         }
     }
 
+    /// What became of the plugin after a failed restart (which counts as a crash).
+    fn fate_after_failed_restart(&self) -> PluginFate {
+        if self.disabled.is_some() {
+            PluginFate::Disabled
+        } else {
+            PluginFate::NotRestarted
+        }
+    }
+
     /// Acts on the state a step left the call in.
-    async fn settle(&mut self, call: CallId, host_call: HostCall, state: Result<CallState, Crash>) {
+    async fn settle(&mut self, call: CallId, host_call: HostCall, state: Result<Step, Crash>) {
         let outcome = match state {
-            Ok(CallState::Pending) => {
+            Ok(Step::Pending) => {
                 self.calls.insert(call, host_call);
                 return;
             }
-            Ok(CallState::Completed(output)) => CallOutcome::Completed(output),
-            Ok(CallState::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
-            Ok(CallState::TimedOut) => CallOutcome::Failed(self.stopped_message(call, &host_call)),
+            Ok(Step::Completed(output)) => CallOutcome::Completed(output),
+            Ok(Step::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
+            Ok(Step::BrokeRule(message)) => CallOutcome::BrokeRule(bounded_message(message)),
+            Ok(Step::OutOfMemory(message)) => CallOutcome::OutOfMemory(bounded_message(message)),
+            Ok(Step::TimedOut) => self.stopped(call, &host_call),
             Err(crash) => {
                 self.crashed(crash, Some(host_call)).await;
                 return;
@@ -212,18 +208,18 @@ impl Supervisor {
         let _ = host_call.reply.send(outcome);
     }
 
-    /// Why the guest stopped a step of `call`: the caller cancelled it (the guest's
-    /// deadline check saw it), or its deadline passed, with what the guest said was
-    /// running then.
-    fn stopped_message(&mut self, call: CallId, host_call: &HostCall) -> String {
+    /// How a call ended whose step the guest stopped: cancelled, when the caller
+    /// cancelled it (the guest's deadline check saw it), else timed out, with what the
+    /// guest said was running then.
+    fn stopped(&mut self, call: CallId, host_call: &HostCall) -> CallOutcome {
         let note = self.instance.as_mut().and_then(Instance::take_timeout_note);
         if let Some(reason) = self.context.interrupts.take(call) {
-            return format!("cancelled: {reason}");
+            return CallOutcome::Cancelled(format!("cancelled: {reason}"));
         }
-        match note {
+        CallOutcome::TimedOut(match note {
             Some(note) => format!("{}; {note}", timeout_message(host_call)),
             None => timeout_message(host_call),
-        }
+        })
     }
 
     /// Delivers an operation's outcome to the call waiting for it.
@@ -241,7 +237,7 @@ impl Supervisor {
             .resume(
                 event.call,
                 event.op,
-                &event.outcome,
+                event.outcome,
                 host_call.deadline,
                 &mut host_call.fuel,
             )
@@ -259,18 +255,24 @@ impl Supervisor {
             .map(|(id, _)| *id)
             .collect();
         for call in due {
-            let message = self
-                .calls
-                .get(&call)
-                .map(timeout_message)
-                .unwrap_or_default();
-            self.cancel(call, &message).await;
+            if let Some(host_call) = self.calls.get(&call) {
+                let outcome = CallOutcome::TimedOut(timeout_message(host_call));
+                self.end(call, outcome).await;
+            }
         }
     }
 
-    /// Ends call `call` inside the plugin, if it is in flight, and fails it with
-    /// `message`.
-    pub async fn cancel(&mut self, call: CallId, message: &str) {
+    /// Cancels call `call`, if it is in flight: it fails with "cancelled: REASON".
+    pub async fn cancel(&mut self, call: CallId, reason: &str) {
+        if self.calls.contains_key(&call) {
+            let outcome = CallOutcome::Cancelled(format!("cancelled: {reason}"));
+            self.end(call, outcome).await;
+        }
+    }
+
+    /// Ends call `call` inside the plugin (its whole family, with the failure message
+    /// as the reason) and answers it with `outcome`.
+    async fn end(&mut self, call: CallId, outcome: CallOutcome) {
         self.context.interrupts.take(call);
         let Some(host_call) = self.calls.remove(&call) else {
             return;
@@ -278,11 +280,10 @@ impl Supervisor {
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
-        match instance.cancel(call, message).await {
+        let reason = outcome.failure().unwrap_or_default();
+        match instance.cancel(call, reason).await {
             Ok(()) => {
-                let _ = host_call
-                    .reply
-                    .send(CallOutcome::Failed(message.to_string()));
+                let _ = host_call.reply.send(outcome);
             }
             Err(crash) => self.crashed(crash, Some(host_call)).await,
         }
@@ -293,7 +294,7 @@ impl Supervisor {
         for (_, call) in self.calls.drain() {
             let _ = call
                 .reply
-                .send(CallOutcome::Failed("the runtime shut down".to_string()));
+                .send(CallOutcome::Stopped("the runtime shut down".to_string()));
         }
     }
 
@@ -302,39 +303,50 @@ impl Supervisor {
     /// message saying what happened to the plugin and why.
     async fn crashed(&mut self, crash: Crash, running: Option<HostCall>) {
         let name = self.context.name.clone();
-        tracing::warn!("plugin '{name}' crashed: {}", crash.0);
+        let reason = &crash.reason;
+        tracing::warn!("plugin '{name}' crashed: {reason}");
         if let Some(mut instance) = self.instance.take() {
             instance.ops().abort_all();
         }
         let waiting: Vec<HostCall> = self.calls.drain().map(|(_, call)| call).collect();
-        self.note_crash(&crash.0);
-        let fate = match &self.disabled {
-            Some(_) => format!(
-                "it is now disabled: it crashed {} times within {} s",
-                self.crashes.len(),
-                self.context.limits.crash_window.as_secs()
+        self.note_crash(reason);
+        let (fate, what_became) = match &self.disabled {
+            Some(_) => (
+                PluginFate::Disabled,
+                format!(
+                    "it is now disabled: it crashed {} times within {} s",
+                    self.crashes.len(),
+                    self.context.grants.limits.crash_window.as_secs()
+                ),
             ),
             None => match self.restart().await {
-                Ok(()) => "it was restarted in a fresh sandbox (its state was lost)".to_string(),
-                Err(failure) => failure,
+                Ok(()) => (
+                    PluginFate::Restarted,
+                    "it was restarted in a fresh sandbox (its state was lost)".to_string(),
+                ),
+                Err(failure) => (self.fate_after_failed_restart(), failure),
             },
         };
+        let outcome = |message: String, during_another_call: bool| CallOutcome::Crashed {
+            message,
+            cause: crash.cause,
+            fate,
+            during_another_call,
+        };
         if let Some(call) = running {
-            let message = format!("plugin '{name}' crashed: {}; {fate}", crash.0);
-            let _ = call.reply.send(CallOutcome::Failed(message));
+            let message = format!("plugin '{name}' crashed: {reason}; {what_became}");
+            let _ = call.reply.send(outcome(message, false));
         }
         for call in waiting {
-            let message = format!(
-                "plugin '{name}' crashed during another call: {}; {fate}",
-                crash.0
-            );
-            let _ = call.reply.send(CallOutcome::Failed(message));
+            let message =
+                format!("plugin '{name}' crashed during another call: {reason}; {what_became}");
+            let _ = call.reply.send(outcome(message, true));
         }
     }
 
     /// Counts a crash; too many within the window disable the plugin.
     fn note_crash(&mut self, reason: &str) {
-        let limits = &self.context.limits;
+        let limits = &self.context.grants.limits;
         let now = Instant::now();
         self.crashes.push_back(now);
         while self

@@ -13,7 +13,8 @@
 ;;   cancel (call, reason ptr, len)
 ;; A tool-spec in memory is 40 bytes: name (ptr, len), description (ptr, len),
 ;; params-schema (tag at 16, ptr, len), timeout-ms (tag at 28, value at 32),
-;; no-prompt at 36, hidden at 37. A call-state is a tag byte and a string at 4 and 8.
+;; no-prompt at 36, hidden at 37. A call-state is a tag byte (0 pending, 1 completed,
+;; 2 failed, 3 timed-out, 4 broke-rule, 5 out-of-memory) and a string at 4 and 8.
 (component
   (type $tool-spec (record
     (field "name" string) (field "description" string)
@@ -24,13 +25,14 @@
     (field "deadline" u64) (field "memory-limit" u64) (field "debug-log" bool)))
   (type $load-error (variant (case "timed-out") (case "failed" string)))
   (type $call-state (variant
-    (case "pending") (case "completed" string) (case "failed" string) (case "timed-out")))
+    (case "pending") (case "completed" string) (case "failed" string) (case "timed-out")
+    (case "broke-rule" string) (case "out-of-memory")))
   (type $http-response (record
     (field "status" u16) (field "headers" (list (tuple string string))) (field "body" (list u8))))
   (type $op-outcome (variant
     (case "timer-fired") (case "http-response" $http-response) (case "http-error" string)))
 
-  (import "toolcell:plugin/host@0.1.0" (instance $host
+  (import "toolcell:plugin/host@0.2.0" (instance $host
     (export "now" (func (result u64)))
     (export "timer-start"
       (func (param "call" u64) (param "ms" u64) (result (result u64 (error string)))))))
@@ -92,7 +94,8 @@
     (type $le (variant (case "timed-out") (case "failed" string)))
     (import "import-load-error" (type $load-error (eq $le)))
     (type $cs (variant
-      (case "pending") (case "completed" string) (case "failed" string) (case "timed-out")))
+      (case "pending") (case "completed" string) (case "failed" string) (case "timed-out")
+    (case "broke-rule" string) (case "out-of-memory")))
     (import "import-call-state" (type $call-state (eq $cs)))
     (type $hr (record
       (field "status" u16) (field "headers" (list (tuple string string)))
@@ -134,4 +137,4 @@
     (with "import-start" (func $start))
     (with "import-resume" (func $resume))
     (with "import-cancel" (func $cancel))))
-  (export "toolcell:plugin/guest@0.1.0" (instance $guest)))
+  (export "toolcell:plugin/guest@0.2.0" (instance $guest)))

@@ -1,6 +1,6 @@
 ;; A plugin that also imports an interface the host does not provide. The rest of it
 ;; is a well-formed plugin, so only linking can refuse it.
-(import "toolcell:plugin/secrets@0.1.0" (instance
+(import "toolcell:plugin/secrets@0.2.0" (instance
   (export "master-key" (func (result string)))))
 (core module $Main
   (import "env" "memory" (memory 1))

@@ -596,24 +596,30 @@ fn check_outcome(
         (Expect::Completes(text), CallOutcome::Completed(output)) => {
             &placeholders.fill(text) == output
         }
-        (Expect::Fails(text), CallOutcome::Failed(message)) => &placeholders.fill(text) == message,
-        (Expect::FailsStartingWith(text), CallOutcome::Failed(message)) => {
-            message.starts_with(&placeholders.fill(text))
+        (Expect::Fails(text), outcome) => {
+            outcome.failure() == Some(placeholders.fill(text).as_str())
         }
+        (Expect::FailsAs(kind, text), outcome) => {
+            outcome.label() == *kind && outcome.failure() == Some(placeholders.fill(text).as_str())
+        }
+        (Expect::FailsStartingWith(text), outcome) => outcome
+            .failure()
+            .is_some_and(|message| message.starts_with(&placeholders.fill(text))),
         _ => false,
     };
     if matches {
         Ok(())
     } else {
-        let shown = match outcome {
-            CallOutcome::Completed(text) | CallOutcome::Failed(text) if text.len() > 2000 => {
-                format!(
-                    "{} bytes starting {:?}",
-                    text.len(),
-                    text.chars().take(300).collect::<String>()
-                )
-            }
-            other => format!("{other:?}"),
+        let text = outcome.output().or(outcome.failure()).unwrap_or_default();
+        let shown = if text.len() > 2000 {
+            format!(
+                "{} {} bytes starting {:?}",
+                outcome.label(),
+                text.len(),
+                text.chars().take(300).collect::<String>()
+            )
+        } else {
+            format!("{outcome:?}")
         };
         Err(format!("{tool}: got {shown}, expected {expect:?}"))
     }

@@ -128,6 +128,8 @@ pub enum Expect {
     Completes(String),
     /// Failed with exactly this message.
     Fails(String),
+    /// Failed as this kind ([`toolcell::CallOutcome::label`]) with exactly this message.
+    FailsAs(&'static str, String),
     /// Failed with a message that starts with this text (the rest names an OS error
     /// or a byte count the test cannot know).
     FailsStartingWith(String),
@@ -331,6 +333,23 @@ impl Attack {
     /// Calling `tool` fails with exactly `message`.
     pub fn fails(self, tool: &'static str, args: &str, message: &str) -> Self {
         let expect = Expect::Fails(message.to_string());
+        self.step(Step::Call {
+            tool,
+            args: args.to_string(),
+            expect,
+        })
+    }
+
+    /// Calling `tool` fails as `kind` (a [`toolcell::CallOutcome::label`]) with exactly
+    /// `message`.
+    pub fn fails_as(
+        self,
+        tool: &'static str,
+        args: &str,
+        kind: &'static str,
+        message: &str,
+    ) -> Self {
+        let expect = Expect::FailsAs(kind, message.to_string());
         self.step(Step::Call {
             tool,
             args: args.to_string(),

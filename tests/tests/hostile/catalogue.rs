@@ -65,67 +65,67 @@ pub fn attacks() -> Vec<Attack> {
 fn cpu() -> Vec<Attack> {
     vec![
         attack(Cpu, "goto_loop", "a loop of goto alone, no calls, in a call")
-            .fails("goto_spin", "{}", "tool 'goto_spin' timed out after 200 ms")
+            .fails_as("goto_spin", "{}", "timed_out", "tool 'goto_spin' timed out after 200 ms")
             .completes("goto_calls", "{}", "1"),
         attack(Cpu, "call_spin", "endless tail calls and endless branching recursion, no loops")
-            .fails("tail_spin", "{}", "tool 'tail_spin' timed out after 200 ms")
-            .fails("fib_spin", "{}", "tool 'fib_spin' timed out after 200 ms")
+            .fails_as("tail_spin", "{}", "timed_out", "tool 'tail_spin' timed out after 200 ms")
+            .fails_as("fib_spin", "{}", "timed_out", "tool 'fib_spin' timed out after 200 ms")
             .completes("spin_calls", "{}", "2"),
         attack(Cpu, "load_backtrack", "catastrophic pattern backtracking in C at load time")
             .load_fails(
                 "plugin load_backtrack.lua failed to load: its load-time code ran past the 500 ms deadline",
             ),
         attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work charged to the check")
-            .fails("flood", "{}", "tool 'flood' timed out after 300 ms")
+            .fails_as("flood", "{}", "timed_out", "tool 'flood' timed out after 300 ms")
             .completes("flood_alive", "{}", "alive"),
         attack(Cpu, "c_loop", "a loop inside one C function: string.rep(\"\", 2^53)")
-            .fails("c_spin", "{}", &crashed("c_loop", PAST_DEADLINE_IN_C))
+            .fails_as("c_spin", "{}", "crashed", &crashed("c_loop", PAST_DEADLINE_IN_C))
             .completes("c_calls", "{}", "0"),
         attack(Cpu, "callbacks_from_c", "Lua callbacks C runs in a loop, without calls or loops")
             .packed_too()
-            .fails("move_spin", "{}", "tool 'move_spin' timed out after 200 ms")
-            .fails("concat_spin", "{}", "tool 'concat_spin' timed out after 200 ms")
-            .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
-            .fails("lt_spin", "{}", "tool 'lt_spin' timed out after 200 ms")
-            .fails("gsub_spin", "{}", "tool 'gsub_spin' timed out after 200 ms")
+            .fails_as("move_spin", "{}", "timed_out", "tool 'move_spin' timed out after 200 ms")
+            .fails_as("concat_spin", "{}", "timed_out", "tool 'concat_spin' timed out after 200 ms")
+            .fails_as("sort_spin", "{}", "timed_out", "tool 'sort_spin' timed out after 200 ms")
+            .fails_as("lt_spin", "{}", "timed_out", "tool 'lt_spin' timed out after 200 ms")
+            .fails_as("gsub_spin", "{}", "timed_out", "tool 'gsub_spin' timed out after 200 ms")
             .completes("callback_calls", "{}", "5"),
         attack(Cpu, "close_after_deadline", "<close> handlers that never end, after the deadline")
             .packed_too()
-            .fails("close_spin", "{}", "tool 'close_spin' timed out after 200 ms")
-            .fails("close_spin_pcall", "{}", "tool 'close_spin_pcall' timed out after 200 ms")
-            .fails("close_spin_task", "{}", "tool 'close_spin_task' timed out after 200 ms")
+            .fails_as("close_spin", "{}", "timed_out", "tool 'close_spin' timed out after 200 ms")
+            .fails_as("close_spin_pcall", "{}", "timed_out", "tool 'close_spin_pcall' timed out after 200 ms")
+            .fails_as("close_spin_task", "{}", "timed_out", "tool 'close_spin_task' timed out after 200 ms")
             .completes("close_calls", "{}", "3"),
         attack(Cpu, "finalizer_spin", "finalizers that never end, in the call that collects them")
             .packed_too()
             .completes("litter", "{}", "littered")
-            .fails("victim", "{}", &timed_out_in_finalizer("victim", 300))
-            .fails("own_garbage", "{}", &timed_out_in_finalizer("own_garbage", 300))
+            .fails_as("victim", "{}", "timed_out", &timed_out_in_finalizer("victim", 300))
+            .fails_as("own_garbage", "{}", "timed_out", &timed_out_in_finalizer("own_garbage", 300))
             .completes("finalizer_calls", "{}", "3"),
         attack(Cpu, "host_service_spin", "loops of host services and JSON work the VM count misses")
             .packed_too()
-            .fails("read_spin", "{}", "tool 'read_spin' timed out after 300 ms")
-            .fails("read_spin_kept", "{}", "tool 'read_spin_kept' timed out after 300 ms")
-            .fails("write_spin", "{}", "tool 'write_spin' timed out after 300 ms")
-            .fails("decode_spin", "{}", "tool 'decode_spin' timed out after 300 ms")
+            .fails_as("read_spin", "{}", "timed_out", "tool 'read_spin' timed out after 300 ms")
+            .fails_as("read_spin_kept", "{}", "timed_out", "tool 'read_spin_kept' timed out after 300 ms")
+            .fails_as("write_spin", "{}", "timed_out", "tool 'write_spin' timed out after 300 ms")
+            .fails_as("decode_spin", "{}", "timed_out", "tool 'decode_spin' timed out after 300 ms")
             .completes("service_calls", "{}", "4"),
         attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
             // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
             // stops the recursion first.
             .completes("recurse_caught", "{}", "false | not enough memory")
-            .fails("recurse", "{}", OUT_OF_MEMORY)
+            .fails_as("recurse", "{}", "out_of_memory", OUT_OF_MEMORY)
             .completes("recurse_alive", "{}", "alive"),
         attack(Cpu, "c_recursion", "recursion through C: gsub callbacks, an __index loop")
             // Raised inside C (gsub), where Lua has no line to add.
             .completes("through_gsub", "{}", "false | C stack overflow")
             .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
         attack(Cpu, "task_spinners", "a coroutine bomb: 1000 tasks that each spin forever")
-            .fails("spinners", "{}", "tool 'spinners' timed out after 300 ms")
+            .fails_as("spinners", "{}", "timed_out", "tool 'spinners' timed out after 300 ms")
             .completes("spinners_alive", "{}", "alive"),
         attack(Cpu, "endless_task", "a task that never ends, waited for")
-            .fails("endless", "{}", "tool 'endless' timed out after 300 ms")
+            .fails_as("endless", "{}", "timed_out", "tool 'endless' timed out after 300 ms")
             .completes("endless_alive", "{}", "alive"),
         attack(Cpu, "sort_comparator", "Lua spinning inside a C function (a sort comparator)")
-            .fails("sort_spin", "{}", "tool 'sort_spin' timed out after 200 ms")
+            .fails_as("sort_spin", "{}", "timed_out", "tool 'sort_spin' timed out after 200 ms")
             .completes("sort_alive", "{}", "alive"),
         attack(Cpu, "fuel_burn", "pure computation behind pcall, under a small fuel budget")
             .limits(Limits { fuel: 300_000_000, ..Limits::default() })
@@ -141,14 +141,14 @@ fn cpu() -> Vec<Attack> {
 fn memory() -> Vec<Attack> {
     vec![
         attack(Memory, "table_growth", "a table that grows without end")
-            .fails("grow_table", "{}", OUT_OF_MEMORY)
+            .fails_as("grow_table", "{}", "out_of_memory", OUT_OF_MEMORY)
             .completes("table_alive", "{}", "alive"),
         attack(
             Memory,
             "string_doubling",
             "a string that doubles without end",
         )
-        .fails("double", "{}", OUT_OF_MEMORY)
+        .fails_as("double", "{}", "out_of_memory", OUT_OF_MEMORY)
         .completes("double_alive", "{}", "alive"),
         attack(
             Memory,
@@ -158,14 +158,14 @@ fn memory() -> Vec<Attack> {
         .fails_starting_with("encode_huge", "{}", "json_encode_huge.lua:8: json.encode: ")
         .completes("encode_alive", "{}", "alive"),
         attack(Memory, "closures", "closures created without end")
-            .fails("closures", "{}", OUT_OF_MEMORY)
+            .fails_as("closures", "{}", "out_of_memory", OUT_OF_MEMORY)
             .completes("closures_alive", "{}", "alive"),
         attack(
             Memory,
             "many_tasks",
             "coroutines created without end (tasks)",
         )
-        .fails("tasks", "{}", OUT_OF_MEMORY)
+        .fails_as("tasks", "{}", "out_of_memory", OUT_OF_MEMORY)
         .completes("tasks_alive", "{}", "alive"),
         attack(
             Memory,
@@ -178,7 +178,7 @@ fn memory() -> Vec<Attack> {
         .completes("hoard", "{}", "4")
         .completes("hoard", "{}", "5")
         .completes("hoard", "{}", "6")
-        .fails("hoard", "{}", OUT_OF_MEMORY)
+        .fails_as("hoard", "{}", "out_of_memory", OUT_OF_MEMORY)
         .completes("release", "{}", "released")
         .completes("hoard", "{}", "1"),
         attack(
@@ -362,7 +362,7 @@ fn files() -> Vec<Attack> {
             "huge_write",
             "writing a file larger than the plugin's memory",
         )
-        .fails("huge_write", "{}", OUT_OF_MEMORY)
+        .fails_as("huge_write", "{}", "out_of_memory", OUT_OF_MEMORY)
         .root_file("huge.bin", None)
         .completes("big_write", "{}", "true | nil"),
         attack(
@@ -641,9 +641,10 @@ fn protocol() -> Vec<Attack> {
             .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
             .fails("error_huge", "{}", &cut("y", MIB as usize)),
         attack(Protocol, "complete_twice_across_yield", "completing, waiting, completing again")
-            .fails(
+            .fails_as(
                 "twice_later",
                 "{}",
+                "broke_rule",
                 "complete_twice_across_yield.lua:6: ctx:complete called after ctx:complete: an invocation ends exactly once",
             ),
         attack(Protocol, "complete_non_string", "completing with a table and with nil")
@@ -659,19 +660,21 @@ fn protocol() -> Vec<Attack> {
                 "complete_non_string.lua:6: ctx:complete expects a string, got nil",
             ),
         attack(Protocol, "never_completes", "an invocation that waits an hour")
-            .fails("wait_forever", "{}", "tool 'wait_forever' timed out after 300 ms")
+            .fails_as("wait_forever", "{}", "timed_out", "tool 'wait_forever' timed out after 300 ms")
             .completes("wait_alive", "{}", "alive"),
         attack(Protocol, "live_tasks", "returning with 500 live tasks")
             .fails("abandon", "{}", "unreachable")
-            .fails(
+            .fails_as(
                 "abandon_quietly",
                 "{}",
+                "broke_rule",
                 "invoke returned while 500 task(s) were still running; they were cancelled",
             ),
         attack(Protocol, "unobserved_errors", "100 failed tasks never read, then a completion")
-            .fails(
+            .fails_as(
                 "ignore_errors",
                 "{}",
+                "broke_rule",
                 "ctx:complete was called while a task error was never observed: task 1 failed",
             ),
         attack(Protocol, "register_after_load", "clm.tool_register kept aside, called from a task")
@@ -769,11 +772,12 @@ fn wasm() -> Vec<Attack> {
     )
     .core()
     .background("nap", "{}")
-    .fails("boom", "{}", &crashed("trap_in_call", trap))
+    .fails_as("boom", "{}", "crashed", &crashed("trap_in_call", trap))
     .settles_failing(0, &crashed_elsewhere("trap_in_call", trap))
     .completes("ok", "{}", "ok");
     for _ in 0..3 {
-        trap_in_call = trap_in_call.fails("boom", "{}", &crashed("trap_in_call", trap));
+        trap_in_call =
+            trap_in_call.fails_as("boom", "{}", "crashed", &crashed("trap_in_call", trap));
     }
     vec![
         trap_in_call
@@ -782,9 +786,10 @@ fn wasm() -> Vec<Attack> {
                 "{}",
                 &format!("plugin 'trap_in_call' crashed: {trap}; it is now disabled: it crashed 5 times within 60 s"),
             )
-            .fails(
+            .fails_as(
                 "ok",
                 "{}",
+                "disabled",
                 &format!("plugin 'trap_in_call' is disabled: it crashed 5 times within 60 s (last: {trap})"),
             ),
         attack(Wasm, "loop_in_load", "a component whose load is a bare wasm loop")
@@ -795,21 +800,26 @@ fn wasm() -> Vec<Attack> {
             .load_fails("plugin grow_in_load.wasm failed to load: the sandbox trapped: it exceeded its memory cap of 32 MiB"),
         attack(Wasm, "grow_in_call", "a component growing memory until refused, then trapping")
             .core()
-            .fails("grow", "{}", &crashed("grow_in_call", "it exceeded its memory cap of 32 MiB"))
+            .fails_as("grow", "{}", "crashed", &crashed("grow_in_call", "it exceeded its memory cap of 32 MiB"))
+            .completes("fine", "{}", "fine"),
+        attack(Wasm, "grow_then_report", "a component growing memory until refused, then reporting it, at once and after a wait")
+            .core()
+            .fails_as("grow_now", "{}", "out_of_memory", "out of memory: the sandbox reached its memory cap of 32 MiB")
+            .fails_as("grow_later", "{}", "out_of_memory", "out of memory: the sandbox reached its memory cap of 32 MiB")
             .completes("fine", "{}", "fine"),
         attack(Wasm, "trap_in_start_fn", "a core start function that traps at instantiation")
             .core()
             .load_fails(&format!("plugin trap_in_start_fn.wasm failed to load: the sandbox trapped: {trap}")),
         attack(Wasm, "stack_exhaustion", "unbounded recursion in wasm")
             .core()
-            .fails("dive", "{}", &crashed("stack_exhaustion", "its wasm stack overflowed")),
+            .fails_as("dive", "{}", "crashed", &crashed("stack_exhaustion", "its wasm stack overflowed")),
         attack(Wasm, "pending_forever", "a call left pending with nothing to wake it")
             .core()
-            .fails("wait", "{}", "tool 'wait' timed out after 200 ms"),
+            .fails_as("wait", "{}", "timed_out", "tool 'wait' timed out after 200 ms"),
         attack(Wasm, "host_call_abuse", "a timer for another call, a timer of u64::MAX ms")
             .core()
             .fails("other_call", "{}", "call 1001 is not running")
-            .fails("forever_timer", "{}", "tool 'forever_timer' timed out after 200 ms"),
+            .fails_as("forever_timer", "{}", "timed_out", "tool 'forever_timer' timed out after 200 ms"),
         attack(Wasm, "bad_results", "results that cannot be lifted: bad UTF-8, out of bounds, bad case")
             .core()
             .fails_starting_with("bad_utf8", "{}", "plugin 'bad_results' crashed: ")
@@ -831,7 +841,7 @@ fn wasm() -> Vec<Attack> {
             .load_fails("plugin many_specs.wasm failed to load: it registered 100000 tools; a plugin may register at most 1000"),
         attack(Wasm, "unknown_import", "a component importing an interface the host lacks")
             .core()
-            .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.1.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
+            .load_fails("plugin unknown_import.wasm failed to load: the component does not fit toolcell's plugin world: component imports instance `toolcell:plugin/secrets@0.2.0`, but a matching implementation was not found in the linker: instance export `master-key` has the wrong type: function implementation is missing"),
         attack(Wasm, "wrong_import_type", "a component importing a host function with the wrong type")
             .wat()
             .load_fails("plugin wrong_import_type.wasm was refused: the component does not export toolcell:plugin/guest: it is not a toolcell plugin"),
