@@ -30,6 +30,7 @@ pub mod mcp;
 pub mod names;
 mod outcome;
 pub mod pack;
+pub mod progress;
 pub mod reload;
 mod runtime;
 mod sandbox;
@@ -44,6 +45,7 @@ mod validation;
 pub mod wit_version;
 
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
+pub use progress::{BadProgress, Progress, ProgressUpdates};
 pub use runtime::{
     BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, ListedTool, PluginInfo,
     PluginUpdate, Runtime, RuntimeBuilder, Scope, Session, Severity, ToolInfo,

@@ -140,12 +140,46 @@ pub fn anthropic_tool(tool: &ListedTool) -> Value {
     )
 }
 
-/// A tool as an MCP `Tool` (no `description` when there is none).
+/// A tool as an MCP `Tool` (no `description` when there is none), with its
+/// `annotations` (see [`mcp_annotations`]), its `title` when it has one, and its
+/// `outputSchema` when it gives structured results that are not enveloped (an
+/// enveloped result is text only).
 pub fn mcp_tool(tool: &ListedTool) -> Value {
-    with_description(
-        json!({ "name": tool.name, "inputSchema": parameters(&tool.tool) }),
+    let mut definition = with_description(
+        json!({
+            "name": tool.name,
+            "inputSchema": parameters(&tool.tool),
+            "annotations": mcp_annotations(tool),
+        }),
         tool,
-    )
+    );
+    if let Some(object) = definition.as_object_mut() {
+        if let Some(title) = &tool.tool.title {
+            object.insert("title".to_string(), json!(title));
+        }
+        if let Some(schema) = &tool.tool.output_schema
+            && !tool.enveloped
+        {
+            object.insert("outputSchema".to_string(), schema.clone());
+        }
+    }
+    definition
+}
+
+/// What MCP's tool annotations say about `tool`: `readOnlyHint` when it changes nothing
+/// (it is `no_prompt`, or its plugin may not write files), `destructiveHint` when it may
+/// (it is not read-only: its plugin may write files), `openWorldHint` when its plugin may
+/// make HTTP requests, and the plugin's `title` when it gave one.
+pub fn mcp_annotations(tool: &ListedTool) -> Value {
+    let mut annotations = json!({
+        "readOnlyHint": tool.read_only,
+        "destructiveHint": !tool.read_only,
+        "openWorldHint": tool.open_world,
+    });
+    if let (Some(title), Some(object)) = (&tool.tool.title, annotations.as_object_mut()) {
+        object.insert("title".to_string(), json!(title));
+    }
+    annotations
 }
 
 fn with_description(mut definition: Value, tool: &ListedTool) -> Value {
@@ -190,8 +224,13 @@ mod tests {
                 timeout: None,
                 no_prompt: false,
                 hidden: false,
+                title: None,
+                output_schema: None,
                 plugin: "p".to_string(),
             },
+            read_only: true,
+            open_world: false,
+            enveloped: false,
         }
     }
 
@@ -216,11 +255,13 @@ mod tests {
                 { "name": "bare", "input_schema": empty_parameters() },
             ])
         );
+        let annotations =
+            json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": false });
         assert_eq!(
             definitions(&tools, Format::Mcp),
             json!([
-                { "name": "search", "description": "Find things", "inputSchema": schema },
-                { "name": "bare", "inputSchema": empty_parameters() },
+                { "name": "search", "description": "Find things", "inputSchema": schema, "annotations": annotations },
+                { "name": "bare", "inputSchema": empty_parameters(), "annotations": annotations },
             ])
         );
     }

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use super::{PluginArgs, ScopeArgs, usage_error};
 use crate::schema::{self, Format};
 use crate::strict_schema as strict;
-use crate::{ListedTool, Runtime, ToolInfo};
+use crate::{ListedTool, ToolInfo};
 
 #[derive(Args)]
 pub(super) struct ListArgs {
@@ -61,7 +61,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode
                 return usage_error("--strict needs --format openai");
             }
             // Without --tools the table also shows hidden tools, which no model sees.
-            let hidden = args.scope.tools.is_empty().then(|| hidden_tools(&tools));
+            let hidden = args.scope.tools.is_empty().then(|| tools.hidden_tools());
             print!("{}", table(&listed, hidden.as_deref().unwrap_or_default()));
             return ExitCode::SUCCESS;
         }
@@ -90,19 +90,6 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode
         Err(error) => return usage_error(&format!("cannot encode the tool list: {error}")),
     }
     code
-}
-
-fn hidden_tools(runtime: &Runtime) -> Vec<ListedTool> {
-    runtime
-        .tools()
-        .iter()
-        .filter(|tool| tool.hidden)
-        .map(|tool| ListedTool {
-            name: tool.name.clone(),
-            description: tool.description.clone(),
-            tool: tool.clone(),
-        })
-        .collect()
 }
 
 /// The human table: the name shown, plugin, flags, first line of the description; the
@@ -164,6 +151,9 @@ fn flags(listed: &ListedTool) -> String {
     }
     if let Some(timeout) = tool.timeout {
         flags.push(format!("timeout={}ms", timeout.as_millis()));
+    }
+    if tool.output_schema.is_some() {
+        flags.push("structured".to_string());
     }
     if flags.is_empty() {
         "-".to_string()

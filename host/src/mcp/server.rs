@@ -4,10 +4,12 @@
 //! - Each MCP session is a [`Session`]: it sees the tools in the scope `serve --tools`
 //!   gave, under the names models see (aliases, plain names, wire names of paths), and
 //!   its untrusted output gets an envelope nonce of its own.
-//! - `tools/list`: every tool in scope that is not hidden, with its description and
-//!   its parameters schema as the input schema (`crate::schema::mcp_tool`).
+//! - `tools/list`: every tool in scope that is not hidden, with its description, its
+//!   parameters schema as the input schema, its annotations, and its output schema
+//!   when it gives structured results (`crate::schema::mcp_tool`).
 //! - `tools/call`: the runtime validates the arguments and runs the tool in its sandbox.
-//!   A completed tool gives its output as text. A tool that failed gives
+//!   A completed tool gives its output as text; one with an output schema (and not
+//!   enveloped) also gives the value as `structuredContent`. A tool that failed gives
 //!   `[tool failed: MESSAGE]`, the text `toolcell call` prints and clm-tool(5) says the
 //!   model sees, with `isError: true`. Arguments that fail the tool's schema give
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
@@ -18,9 +20,9 @@
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
 //!   family in the sandbox: its coroutines stop and its HTTP requests and timers are
 //!   aborted.
-//! - A request with a progress token gets `notifications/progress` every
-//!   [`PROGRESS_INTERVAL`] while the call runs: the seconds elapsed (plugins report no
-//!   progress of their own).
+//! - A request with a progress token gets `notifications/progress`: the plugin's own
+//!   reports (`ctx:progress`; at most one every 100 ms, the latest wins), and until
+//!   the first of them, every [`PROGRESS_INTERVAL`], the seconds elapsed.
 //! - With `--watch`, `notifications/tools/list_changed` after a reload changed the tools:
 //!   to sessions that began with `initialize`, and on `subscriptions/listen` streams.
 
@@ -39,7 +41,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{FLOOR_TOOL, Shared};
-use crate::{InvokeError, ListedTool, Session, schema};
+use crate::{InvokeError, ListedTool, Progress, Session, schema};
 
 /// How often a call with a progress token reports that it is still running.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -100,6 +102,11 @@ impl ToolServer {
             }
         };
         let progress = context.meta.get_progress_token();
+        let structured = call.is_structured();
+        let mut updates = call.progress();
+        // The plugin's own reports replace the heartbeat from the first one on; the
+        // updates end with the call.
+        let (mut reported, mut updates_open) = (false, progress.is_some());
         let start = Instant::now();
         let mut ticks = tokio::time::interval_at(start + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
         let outcome = loop {
@@ -113,19 +120,51 @@ impl ToolServer {
                     call.cancel("the server is shutting down");
                     return Err(ErrorData::internal_error("the server is shutting down", None));
                 }
-                _ = ticks.tick(), if progress.is_some() => {
+                update = updates.next(), if updates_open => match (update, &progress) {
+                    (Some(update), Some(token)) => {
+                        reported = true;
+                        report_plugin_progress(&context, token, update).await;
+                    }
+                    _ => updates_open = false,
+                },
+                _ = ticks.tick(), if progress.is_some() && !reported => {
                     if let Some(token) = &progress {
                         report_progress(&context, token, start.elapsed()).await;
                     }
                 }
             }
         };
+        if structured
+            && let Some(value) = outcome
+                .output()
+                .and_then(|output| serde_json::from_str(output).ok())
+        {
+            return Ok(CallToolResult::structured(value));
+        }
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.is_completed() {
             CallToolResult::success(vec![text])
         } else {
             CallToolResult::error(vec![text])
         })
+    }
+}
+
+/// Forwards a progress report of the plugin to the client.
+async fn report_plugin_progress(
+    context: &RequestContext<RoleServer>,
+    token: &ProgressToken,
+    update: Progress,
+) {
+    let mut param = ProgressNotificationParam::new(token.clone(), update.done);
+    if let Some(total) = update.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = update.message {
+        param = param.with_message(message);
+    }
+    if let Err(error) = context.peer.notify_progress(param).await {
+        tracing::debug!("cannot send a progress notification: {error}");
     }
 }
 

@@ -36,9 +36,10 @@ use crate::envelope::{Envelope, OutputPolicy};
 use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
+use crate::progress::{self, ProgressUpdates};
 use crate::sandbox::PluginHandle;
 use crate::strict_schema::drop_optional_nulls;
-use crate::validation::ArgumentValidator;
+use crate::validation::SchemaValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
@@ -67,6 +68,12 @@ pub struct ToolInfo {
     pub no_prompt: bool,
     /// Whether the tool is hidden from the model.
     pub hidden: bool,
+    /// A short human-readable name for user interfaces (MCP's `title`), if the plugin
+    /// gave one.
+    pub title: Option<String>,
+    /// The JSON Schema of its output (an object schema), if it gives structured
+    /// results: its output is then the JSON text of a value the schema accepts.
+    pub output_schema: Option<serde_json::Value>,
     /// The id of the plugin that registered it.
     pub plugin: String,
 }
@@ -412,12 +419,17 @@ impl Runtime {
             .check_arguments(name, args_json, info, entry.validator.as_deref())?
             .unwrap_or_else(|| args_json.to_string());
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let outcome = entry.handle.start(id, &info.name, args, info.timeout);
+        let (sender, progress) = progress::channel();
+        let outcome = entry
+            .handle
+            .start(id, &info.name, args, info.timeout, sender);
         Ok(Call {
             id,
             handle: entry.handle.clone(),
             outcome,
+            progress,
             finished: false,
+            output_validator: entry.output_validator.clone(),
             envelope: self.output.envelops(&info.plugin).then(|| envelope.clone()),
         })
     }
@@ -436,7 +448,7 @@ impl Runtime {
         tool: &str,
         args_json: &str,
         info: &ToolInfo,
-        validator: Option<&ArgumentValidator>,
+        validator: Option<&SchemaValidator>,
     ) -> Result<Option<String>, InvokeError> {
         let invalid = |message: String| InvokeError::InvalidArguments {
             tool: tool.to_string(),
@@ -539,7 +551,11 @@ pub struct Call {
     id: u64,
     handle: PluginHandle,
     outcome: oneshot::Receiver<CallOutcome>,
+    progress: ProgressUpdates,
     finished: bool,
+    /// The tool's output schema, compiled: a completed call's output must be the JSON
+    /// text of a value it accepts.
+    output_validator: Option<Arc<SchemaValidator>>,
     /// Where the outcome's text goes, when the plugin's output is untrusted.
     envelope: Option<Envelope>,
 }
@@ -548,6 +564,19 @@ impl Call {
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The progress the plugin reports while the call runs (`ctx:progress`), at most
+    /// one update every 100 ms; each `progress()` reads them from the call's start.
+    pub fn progress(&self) -> ProgressUpdates {
+        self.progress.clone()
+    }
+
+    /// Whether the call's output, when it completes, is the JSON text of a structured
+    /// result (the tool declared an output schema, which the output was checked
+    /// against) that is not in an envelope: what MCP gives as `structuredContent`.
+    pub fn is_structured(&self) -> bool {
+        self.output_validator.is_some() && self.envelope.is_none()
     }
 
     /// Cancels the call; it resolves to a failure that says `reason`.
@@ -570,11 +599,33 @@ impl Future for Call {
             }
         };
         self.finished = true;
+        let outcome = match &self.output_validator {
+            Some(validator) => checked_output(outcome, validator),
+            None => outcome,
+        };
         Poll::Ready(match &self.envelope {
             Some(envelope) => envelope.wrap_outcome(outcome),
             None => outcome,
         })
     }
+}
+
+/// `outcome`, or the failure of a completed call whose output is not the JSON text of a
+/// value its tool's output schema accepts: the plugin broke the contract it declared.
+fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
+    let CallOutcome::Completed(output) = outcome else {
+        return outcome;
+    };
+    let problem = match serde_json::from_str::<serde_json::Value>(&output) {
+        Ok(value) => match validator.check_output(&value) {
+            Ok(()) => return CallOutcome::Completed(output),
+            Err(problems) => format!("does not match its output schema: {problems}"),
+        },
+        Err(error) => format!(
+            "is not JSON ({error}); a tool with an output schema completes with a JSON value"
+        ),
+    };
+    CallOutcome::BrokeRule(format!("the tool's output {problem}"))
 }
 
 impl Drop for Call {

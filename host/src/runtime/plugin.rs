@@ -13,7 +13,7 @@ use crate::names;
 use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::source::Refusal;
-use crate::validation::ArgumentValidator;
+use crate::validation::SchemaValidator;
 
 use super::builder::BuildError;
 use super::diagnostic::{Diagnostic, DiagnosticKind};
@@ -165,7 +165,8 @@ pub(super) struct PreparedTool {
 #[derive(Clone)]
 pub(super) struct ToolEntry {
     pub handle: PluginHandle,
-    pub validator: Option<Arc<ArgumentValidator>>,
+    pub validator: Option<Arc<SchemaValidator>>,
+    pub output_validator: Option<Arc<SchemaValidator>>,
     pub file: PathBuf,
 }
 
@@ -276,44 +277,29 @@ impl Plugin {
                         ),
                     ));
                 }
-                let parsed = spec
-                    .params_schema
-                    .as_deref()
-                    .map(serde_json::from_str::<serde_json::Value>);
-                let (params_schema, validator) = match parsed {
-                    None => (None, None),
-                    Some(Ok(schema @ serde_json::Value::Object(_))) => {
-                        let schema = schema::repair(schema);
-                        let validator = ArgumentValidator::compile(&schema).map_err(|reason| {
-                            rejected(
-                                DiagnosticKind::ToolRejected,
-                                format!(
-                                    "tool '{}' of plugin {display} has an invalid schema and is not registered: {reason}",
-                                    spec.name
-                                ),
-                            )
-                        })?;
-                        (Some(schema), Some(Arc::new(validator)))
-                    }
-                    Some(Ok(_)) => {
-                        return Err(rejected(
+                let schema_of = |field: &str, text: Option<&str>| {
+                    compile_schema(field, text).map_err(|problem| {
+                        rejected(
                             DiagnosticKind::ToolRejected,
-                            format!(
-                                "tool '{}' of plugin {display} has a schema that is not a JSON object",
-                                spec.name
-                            ),
-                        ));
-                    }
-                    Some(Err(error)) => {
-                        return Err(rejected(
-                            DiagnosticKind::ToolRejected,
-                            format!(
-                                "tool '{}' of plugin {display} has an unreadable schema: {error}",
-                                spec.name
-                            ),
-                        ));
-                    }
+                            format!("tool '{}' of plugin {display} has {problem}", spec.name),
+                        )
+                    })
                 };
+                let (params_schema, validator) =
+                    schema_of("schema", spec.params_schema.as_deref())?;
+                let (output_schema, output_validator) =
+                    schema_of("output schema", spec.output_schema.as_deref())?;
+                if let Some(schema) = &output_schema
+                    && schema.get("type") != Some(&serde_json::json!("object"))
+                {
+                    return Err(rejected(
+                        DiagnosticKind::ToolRejected,
+                        format!(
+                            "tool '{}' of plugin {display} has an output schema whose type is not \"object\" (a structured result is a JSON object, as MCP requires) and is not registered",
+                            spec.name
+                        ),
+                    ));
+                }
                 Ok(PreparedTool {
                     info: ToolInfo {
                         path: names::tool_path(handle.name(), &spec.name),
@@ -323,11 +309,14 @@ impl Plugin {
                         timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
                         no_prompt: spec.no_prompt,
                         hidden: spec.hidden,
+                        title: spec.title.filter(|title| !title.is_empty()),
+                        output_schema,
                         plugin: handle.name().to_string(),
                     },
                     entry: ToolEntry {
                         handle: handle.clone(),
                         validator,
+                        output_validator,
                         file: file.path.clone(),
                     },
                 })
@@ -365,5 +354,27 @@ impl PluginUpdate {
     /// Whether the file is gone (the update unregisters its plugin).
     pub fn is_removal(&self) -> bool {
         self.plugin.is_none()
+    }
+}
+
+/// A schema a plugin gave as JSON text, repaired and compiled; `field` names it in
+/// the error ("schema", "output schema"), which completes "tool 'T' of plugin P has ...".
+fn compile_schema(
+    field: &str,
+    text: Option<&str>,
+) -> Result<(Option<serde_json::Value>, Option<Arc<SchemaValidator>>), String> {
+    let Some(text) = text else {
+        return Ok((None, None));
+    };
+    let article = if field.starts_with('o') { "an" } else { "a" };
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(schema @ serde_json::Value::Object(_)) => {
+            let schema = schema::repair(schema);
+            let validator = SchemaValidator::compile(&schema)
+                .map_err(|reason| format!("an invalid {field} and is not registered: {reason}"))?;
+            Ok((Some(schema), Some(Arc::new(validator))))
+        }
+        Ok(_) => Err(format!("{article} {field} that is not a JSON object")),
+        Err(error) => Err(format!("an unreadable {field}: {error}")),
     }
 }

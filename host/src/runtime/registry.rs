@@ -270,6 +270,8 @@ mod tests {
             timeout: None,
             no_prompt: false,
             hidden,
+            title: None,
+            output_schema: None,
             plugin: plugin.to_string(),
         }
     }

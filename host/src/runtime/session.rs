@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::CallOutcome;
 use crate::envelope::Envelope;
+use crate::grants::Grants;
 use crate::names::{GlobError, ToolGlob};
 
 use super::registry::Listing;
@@ -143,6 +144,14 @@ pub struct ListedTool {
     pub description: String,
     /// The tool as its plugin registered it.
     pub tool: ToolInfo,
+    /// Whether the tool changes nothing: it is `no_prompt` (its author says it has no
+    /// side effects worth confirming), or its plugin may not write files.
+    pub read_only: bool,
+    /// Whether its plugin may make HTTP requests (reach the world beyond the host).
+    pub open_world: bool,
+    /// Whether its output reaches the model inside the session's envelope (its plugin
+    /// is not trusted and the runtime envelopes untrusted output).
+    pub enveloped: bool,
 }
 
 /// One conversation's view of a runtime: the tools in its scope under the names the
@@ -249,6 +258,7 @@ impl Session {
     /// is not hidden, once per name it is shown under.
     pub fn tools(&self, runtime: &Runtime) -> Vec<ListedTool> {
         let view = self.view();
+        let grants = runtime.grants_by_plugin();
         runtime
             .names
             .listed()
@@ -256,11 +266,8 @@ impl Session {
             .filter(|listing| view.shows(runtime, listing))
             .map(|listing| {
                 let tool = &runtime.tools[listing.tool];
-                ListedTool {
-                    name: listing.name.clone(),
-                    description: view.description(runtime, listing),
-                    tool: tool.clone(),
-                }
+                let description = view.description(runtime, listing);
+                runtime.listed(tool, listing.name.clone(), description, &grants)
             })
             .collect()
     }
@@ -348,6 +355,45 @@ impl Session {
             .view
             .write()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Runtime {
+    /// The hidden tools, each under its own name: what no model sees, but a user
+    /// looking at every tool (`toolcell list`) does.
+    pub(crate) fn hidden_tools(&self) -> Vec<ListedTool> {
+        let grants = self.grants_by_plugin();
+        self.tools
+            .iter()
+            .filter(|tool| tool.hidden)
+            .map(|tool| self.listed(tool, tool.name.clone(), tool.description.clone(), &grants))
+            .collect()
+    }
+
+    fn grants_by_plugin(&self) -> HashMap<&str, &Grants> {
+        self.infos
+            .iter()
+            .map(|info| (info.manifest.id.as_str(), &info.grants))
+            .collect()
+    }
+
+    /// `tool` as shown under `name` with `description`.
+    fn listed(
+        &self,
+        tool: &ToolInfo,
+        name: String,
+        description: String,
+        grants: &HashMap<&str, &Grants>,
+    ) -> ListedTool {
+        let grants = grants.get(tool.plugin.as_str());
+        ListedTool {
+            name,
+            description,
+            tool: tool.clone(),
+            read_only: tool.no_prompt || grants.is_none_or(|grants| !grants.may_write_files()),
+            open_world: grants.is_some_and(|grants| grants.may_use_http()),
+            enveloped: self.output.envelops(&tool.plugin),
+        }
     }
 }
 
