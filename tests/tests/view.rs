@@ -428,3 +428,308 @@ async fn a_strict_mode_null_for_an_optional_property_is_the_property_left_out() 
         other => panic!("a required null is invalid: {:?}", other.map(|c| c.id())),
     }
 }
+
+/// `tally`, which may only read files and asks for no HTTP: structured results, a
+/// title, and progress.
+const TALLY: &str = r#"
+clm.tool_register("count_words", {
+  title = "Count words",
+  description = "Count the words of a text",
+  params_schema = { type = "object", properties = { text = { type = "string" } } },
+  output_schema = {
+    type = "object",
+    properties = { words = { type = "integer" }, longest = { type = "string" } },
+    required = { "words" },
+  },
+  invoke = function(args, ctx)
+    if args.text == "wrong" then return ctx:complete_json({ words = "many" }) end
+    if args.text == "plain" then return ctx:complete("three words here") end
+    local words, longest = 0, ""
+    for word in args.text:gmatch("%S+") do
+      words = words + 1
+      if #word > #longest then longest = word end
+    end
+    ctx:complete_json({ words = words, longest = longest })
+  end,
+})
+clm.tool_register("as_json", {
+  description = "A JSON value without an output schema",
+  invoke = function(_, ctx) ctx:complete_json({ ok = true }) end,
+})
+clm.tool_register("listing", {
+  description = "An output schema that is not an object's",
+  output_schema = { type = "array" },
+  invoke = function(_, ctx) ctx:complete_json({}) end,
+})
+clm.tool_register("crawl", {
+  description = "Reports progress as it goes",
+  invoke = function(args, ctx)
+    for i = 1, args.pages do
+      ctx:progress(i, args.pages, "page " .. i)
+      clm.sleep(args.pause_ms)
+    end
+    ctx:complete("crawled")
+  end,
+})
+clm.tool_register("burst", {
+  description = "Reports progress in bursts",
+  invoke = function(_, ctx)
+    for burst = 0, 49 do
+      for i = 1, 40 do ctx:progress(burst * 40 + i, 2000) end
+      clm.sleep(10)
+    end
+    ctx:complete("done")
+  end,
+})
+clm.tool_register("bad_progress", {
+  invoke = function(args, ctx)
+    if args.kind == "negative" then ctx:progress(-1) end
+    if args.kind == "string" then ctx:progress("half") end
+    ctx:progress(1, 0)
+  end,
+})
+"#;
+
+const TALLY_MANIFEST: &str = "id = \"tally\"\n[capabilities]\nfiles = \"read-only\"\n";
+
+/// `web`, plus a tool that says it needs no confirmation.
+const WEB_QUIET: &str = r#"
+clm.tool_register("search", {
+  title = "Web search",
+  description = "Search the web",
+  invoke = function(_, ctx) ctx:complete("web search") end,
+})
+clm.tool_register("peek", {
+  description = "Look without touching",
+  no_prompt = true,
+  invoke = function(_, ctx) ctx:complete("peeked") end,
+})
+"#;
+
+fn tally_fixture() -> Fixture {
+    Fixture::new(&[
+        ("tally.lua", TALLY),
+        ("tally.lua.toml", TALLY_MANIFEST),
+        ("web.lua", WEB_QUIET),
+    ])
+}
+
+fn listed(runtime: &toolcell::Runtime, session: &Session, name: &str) -> toolcell::ListedTool {
+    session
+        .tools(runtime)
+        .into_iter()
+        .find(|tool| tool.name == name)
+        .unwrap_or_else(|| panic!("{name} is listed"))
+}
+
+#[tokio::test]
+async fn a_structured_result_is_checked_against_the_output_schema() {
+    let fixture = tally_fixture();
+    let runtime = fixture.load().await;
+
+    let call = runtime
+        .call("count_words", r#"{"text":"one three two"}"#)
+        .expect("call");
+    assert!(call.is_structured());
+    let text = completed(run(call).await);
+    let value: serde_json::Value = serde_json::from_str(&text).expect("the output is JSON");
+    assert_eq!(value, json!({ "words": 3, "longest": "three" }));
+
+    // A value the schema refuses fails the call, naming where; so does text.
+    let wrong = run(runtime
+        .call("count_words", r#"{"text":"wrong"}"#)
+        .expect("call"))
+    .await;
+    assert_eq!(wrong.label(), "broke_rule");
+    assert_eq!(
+        wrong.failure(),
+        Some(
+            r#"the tool's output does not match its output schema: value at `/words` is not of type "integer""#
+        )
+    );
+    let plain = run(runtime
+        .call("count_words", r#"{"text":"plain"}"#)
+        .expect("call"))
+    .await;
+    assert_eq!(plain.label(), "broke_rule");
+    assert_contains(
+        plain.failure().unwrap_or_default(),
+        &[
+            "the tool's output is not JSON",
+            "completes with a JSON value",
+        ],
+    );
+
+    // Without an output schema, complete_json is JSON text and nothing more.
+    let call = runtime.call("as_json", "{}").expect("call");
+    assert!(!call.is_structured());
+    assert_eq!(completed(run(call).await), r#"{"ok":true}"#);
+
+    // An output schema must describe an object; the tool is refused with the reason.
+    let refused = runtime
+        .diagnostics()
+        .iter()
+        .find(|d| d.kind == DiagnosticKind::ToolRejected)
+        .expect("listing is refused");
+    assert_contains(
+        &refused.message,
+        &[
+            "tool 'listing' of plugin",
+            "output schema whose type is not \"object\"",
+        ],
+    );
+    assert!(runtime.tool("listing").is_none());
+
+    // The schema and the title reach the listing; MCP's definition carries both.
+    let session = Session::new();
+    let tool = listed(&runtime, &session, "count_words");
+    assert_eq!(tool.tool.title.as_deref(), Some("Count words"));
+    assert_eq!(
+        tool.tool
+            .output_schema
+            .as_ref()
+            .and_then(|s| s.pointer("/required")),
+        Some(&json!(["words"]))
+    );
+    let definition = toolcell::schema::mcp_tool(&tool);
+    assert_eq!(definition["title"], "Count words");
+    assert_eq!(definition["outputSchema"]["type"], "object");
+    assert!(
+        toolcell::schema::mcp_tool(&listed(&runtime, &session, "as_json"))
+            .get("outputSchema")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn an_enveloped_structured_result_is_text_only() {
+    let fixture = tally_fixture();
+    let config = Config::parse("[output]\nuntrusted = \"envelope\"\n").expect("config");
+    let runtime = fixture.load_with(|builder| builder.config(config)).await;
+    let session = Session::new();
+    let tool = listed(&runtime, &session, "count_words");
+    assert!(tool.enveloped);
+    assert!(
+        toolcell::schema::mcp_tool(&tool)
+            .get("outputSchema")
+            .is_none()
+    );
+    let call = session
+        .call(&runtime, "count_words", r#"{"text":"a b"}"#)
+        .expect("call");
+    assert!(!call.is_structured());
+    // Checked before it is enveloped: the JSON inside is what the schema accepted.
+    let tag = session.envelope_tag().to_string();
+    assert_eq!(
+        completed(run(call).await),
+        format!(r#"<{tag}>{{"longest":"a","words":2}}</{tag}>"#)
+    );
+}
+
+#[tokio::test]
+async fn annotations_follow_no_prompt_and_the_plugins_grants() {
+    let fixture = tally_fixture();
+    let runtime = fixture.load().await;
+    let session = Session::new();
+    let annotations = |name: &str| {
+        toolcell::schema::mcp_tool(&listed(&runtime, &session, name))["annotations"].clone()
+    };
+    // tally may only read files and asks for no HTTP.
+    assert_eq!(
+        annotations("count_words"),
+        json!({ "title": "Count words", "readOnlyHint": true, "destructiveHint": false, "openWorldHint": false })
+    );
+    // web has no manifest: clm's defaults, read-write files and any host.
+    assert_eq!(
+        annotations("search"),
+        json!({ "title": "Web search", "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true })
+    );
+    // no_prompt: its author says it changes nothing; it may still reach the web.
+    assert_eq!(
+        annotations("peek"),
+        json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": true })
+    );
+    // With read-only files granted by the policy, web's tools change nothing either.
+    let read_only = fixture
+        .load_with(|builder| builder.file_access(toolcell::files::FileAccess::ReadOnly))
+        .await;
+    let tool = listed(&read_only, &session, "search");
+    assert!(tool.read_only && tool.open_world);
+}
+
+/// Every progress update of `call` until it ends, with the outcome.
+async fn with_progress(call: toolcell::Call) -> (Vec<toolcell::Progress>, CallOutcome) {
+    let mut updates = call.progress();
+    let collect = async {
+        let mut seen = Vec::new();
+        while let Some(progress) = updates.next().await {
+            seen.push(progress);
+        }
+        seen
+    };
+    let (seen, outcome) = tokio::time::timeout(HANG_GUARD, async { tokio::join!(collect, call) })
+        .await
+        .expect("the call ends");
+    (seen, outcome)
+}
+
+#[tokio::test]
+async fn progress_reaches_the_caller_and_the_last_report_is_never_lost() {
+    let fixture = tally_fixture();
+    let runtime = fixture.load().await;
+
+    // Reports 150 ms apart each arrive, in order, with their numbers and messages.
+    let call = runtime
+        .call("crawl", r#"{"pages":3,"pause_ms":150}"#)
+        .expect("call");
+    let (seen, outcome) = with_progress(call).await;
+    assert_eq!(completed(outcome), "crawled");
+    let reports: Vec<(f64, Option<f64>, Option<&str>)> = seen
+        .iter()
+        .map(|p| (p.done, p.total, p.message.as_deref()))
+        .collect();
+    assert_eq!(
+        reports,
+        [
+            (1.0, Some(3.0), Some("page 1")),
+            (2.0, Some(3.0), Some("page 2")),
+            (3.0, Some(3.0), Some("page 3")),
+        ]
+    );
+
+    // 2000 reports in 50 bursts 10 ms apart reach the caller at most one per 100 ms,
+    // the last one included.
+    let started = std::time::Instant::now();
+    let (seen, outcome) = with_progress(runtime.call("burst", "{}").expect("call")).await;
+    let elapsed = started.elapsed();
+    assert_eq!(completed(outcome), "done");
+    assert_eq!(
+        seen.last().map(|p| (p.done, p.total)),
+        Some((2000.0, Some(2000.0)))
+    );
+    let most = 1 + (elapsed.as_millis() / toolcell::progress::MIN_GAP.as_millis()) as usize;
+    assert!(seen.len() <= most, "{} updates in {elapsed:?}", seen.len());
+    assert!(seen.windows(2).all(|pair| pair[0].done < pair[1].done));
+}
+
+#[tokio::test]
+async fn a_progress_report_out_of_range_is_an_error_in_the_plugin() {
+    let fixture = tally_fixture();
+    let runtime = fixture.load().await;
+    for (kind, expected) in [
+        (
+            "negative",
+            "ctx:progress: done must be a finite number, 0 or more, got -1",
+        ),
+        ("string", "ctx:progress: done must be a number, got string"),
+        (
+            "zero_total",
+            "ctx:progress: total must be a finite number more than 0, got 0",
+        ),
+    ] {
+        let args = json!({ "kind": kind }).to_string();
+        let outcome = run(runtime.call("bad_progress", &args).expect("call")).await;
+        assert_eq!(outcome.label(), "failed", "{kind}");
+        assert_contains(outcome.failure().unwrap_or_default(), &[expected]);
+    }
+}
