@@ -74,7 +74,8 @@ fn python_script(script: &str, args: &[&str]) {
     );
 }
 
-/// Scopes, aliases, descriptions and the envelope as the SDK's client sees them.
+/// Scopes, aliases, descriptions, the envelope, annotations, structured results and
+/// the plugins' progress as the SDK's client sees them.
 #[test]
 fn python_client_sees_the_model_view_over_stdio() {
     python_script("tests/mcp/view.py", &["--transport", "stdio"]);

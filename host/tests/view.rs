@@ -1,6 +1,7 @@
 //! What the model sees, through `toolcell call` and `toolcell list`: tool paths and wire
 //! names, aliases, `--tools` scopes, description overrides, `--strict` OpenAI
-//! definitions and the untrusted-output envelope. The real binary, real Lua plugins.
+//! definitions, the untrusted-output envelope, annotations, structured results and
+//! progress. The real binary, real Lua plugins.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -418,4 +419,120 @@ fn untrusted_output_envelope_from_the_flag_and_the_config() {
     let run = plugins.run(&["call", "--untrusted-output", "loud", "page"]);
     assert_eq!(run.code, Some(2), "{run:?}");
     assert!(run.stderr.contains("plain or envelope"), "{run:?}");
+}
+
+/// `tally` (read-only files, no HTTP): a structured result and progress reports.
+const TALLY: &str = r#"
+clm.tool_register("count_words", {
+  title = "Count words",
+  description = "Count the words of a text",
+  params_schema = { type = "object", properties = { text = { type = "string" } } },
+  output_schema = {
+    type = "object",
+    properties = { words = { type = "integer" }, longest = { type = "string" } },
+    required = { "words" },
+  },
+  invoke = function(args, ctx)
+    if args.text == "wrong" then return ctx:complete_json({ words = "many" }) end
+    local words, longest = 0, ""
+    for word in args.text:gmatch("%S+") do
+      words = words + 1
+      if #word > #longest then longest = word end
+    end
+    ctx:complete_json({ words = words, longest = longest })
+  end,
+})
+clm.tool_register("crawl", {
+  description = "Reports progress as it goes",
+  no_prompt = true,
+  invoke = function(args, ctx)
+    for i = 1, args.pages do
+      ctx:progress(i, args.pages, "page " .. i)
+      clm.sleep(150)
+    end
+    ctx:complete("crawled")
+  end,
+})
+"#;
+
+fn tally_plugins() -> Plugins {
+    let plugins = plugins();
+    for (name, source) in [
+        ("tally.lua", TALLY),
+        (
+            "tally.lua.toml",
+            "id = \"tally\"\n[capabilities]\nfiles = \"read-only\"\n",
+        ),
+    ] {
+        std::fs::write(plugins.dir.path().join(name), source).expect("write plugin");
+    }
+    plugins
+}
+
+#[test]
+fn list_mcp_carries_annotations_titles_and_output_schemas() {
+    let plugins = tally_plugins();
+    let run = plugins.run(&["list", "--format", "mcp"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let tools = run.json();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|tool| tool["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed: {run:?}"))
+            .clone()
+    };
+    let count = tool("count_words");
+    assert_eq!(count["title"], "Count words");
+    assert_eq!(
+        count["annotations"],
+        json!({ "title": "Count words", "readOnlyHint": true, "destructiveHint": false, "openWorldHint": false })
+    );
+    assert_eq!(count["outputSchema"]["required"], json!(["words"]));
+    // web has no manifest: read-write files and any host.
+    assert_eq!(
+        tool("web__search")["annotations"],
+        json!({ "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true })
+    );
+    assert!(tool("crawl").get("outputSchema").is_none());
+    assert_eq!(tool("crawl")["annotations"]["readOnlyHint"], true);
+
+    // The table flags a structured tool.
+    let table = plugins.run(&["list"]);
+    let row = table
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("count_words "))
+        .unwrap_or_else(|| panic!("{table:?}"));
+    assert!(row.contains("structured"), "{table:?}");
+}
+
+#[test]
+fn call_prints_a_structured_result_as_json_and_progress_on_stderr() {
+    let plugins = tally_plugins();
+    let run = plugins.run(&["call", "count_words", r#"{"text":"a bb"}"#]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let value: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    assert_eq!(value, json!({ "words": 2, "longest": "bb" }));
+
+    let run = plugins.run(&["call", "count_words", r#"{"text":"wrong"}"#]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "[tool failed: the tool's output does not match its output schema: value at `/words` is not of type \"integer\"]\n",
+        "{run:?}"
+    );
+
+    let run = plugins.run(&["call", "crawl", r#"{"pages":2}"#]);
+    run.completed("crawled");
+    let progress: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("progress: "))
+        .collect();
+    assert_eq!(
+        progress,
+        ["progress: 1/2: page 1", "progress: 2/2: page 2"],
+        "{run:?}"
+    );
 }
