@@ -10,14 +10,12 @@
 //! read_note = "acme/notes/note_read"   # a tool path, or a name
 //! get_note = "acme/notes/note_read"
 //!
-//! [output]                   # how plugins' output reaches the model
-//! untrusted = "envelope"     # or "plain" (the default); see `envelope`
-//!
 //! [limits]                   # every plugin (all keys optional)
 //! memory_mib = 8
 //! call_timeout_ms = 30000
 //! load_timeout_ms = 500
 //! fuel = 100000000000
+//! schema_max_bytes = 65536   # and the other budgets of docs/budgets.md
 //!
 //! [http]                     # every plugin (all keys optional)
 //! allow = ["127.0.0.1", "*.example.com:8443"]
@@ -31,6 +29,16 @@
 //! root = "workspace"         # the file root when --root is not given (relative to
 //!                            # this file's directory)
 //!
+//! [output]                   # what the model sees (see `output`; all keys optional)
+//! untrusted = "envelope"     # or "plain" (the default); see `envelope`
+//! max_lines = 2000
+//! max_bytes = 51200
+//! max_description_bytes = 4096
+//! results_dir = "/path"      # where whole outputs are kept; default: the cache's results/
+//! results_max_bytes = 104857600
+//! [output.tools.report]      # one tool, over [plugins.ID.output] and [output]
+//! max_lines = 10000
+//!
 //! [trust]                    # signatures (see `signature`)
 //! keys = ["BASE64 public key"]
 //! unsigned = "allow"         # or "refuse"
@@ -41,8 +49,9 @@
 //! allow = ["api.weather.example"]
 //! [plugins.weather.files]
 //! access = "read-only"
-//! [plugins.weather.output]   # a trusted plugin's output stays plain
-//! untrusted = "plain"
+//! [plugins.weather.output]
+//! max_bytes = 102400
+//! untrusted = "plain"        # a trusted plugin's output stays plain
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -57,6 +66,8 @@ use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
 use crate::manifest::check_id;
 use crate::names::split_path;
+use crate::output::{self, OutputLimits};
+use crate::results::{self, ResultStore};
 use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 use crate::signature::TrustPolicy;
 
@@ -71,9 +82,6 @@ pub struct Config {
     /// `[aliases]`: ALIAS = "TOOL" (a path or a name); the model sees the tool as ALIAS.
     #[serde(default)]
     pub aliases: BTreeMap<String, String>,
-    /// `[output]` for every plugin.
-    #[serde(default)]
-    pub output: OutputSection,
     /// `[limits]` for every plugin.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -86,6 +94,9 @@ pub struct Config {
     /// `[trust]`: trusted signing keys and whether unsigned plugins load.
     #[serde(default)]
     pub trust: TrustPolicy,
+    /// `[output]`: what the model sees of results and descriptions, for every tool.
+    #[serde(default)]
+    pub output: OutputSection,
     /// `[plugins.ID]`: settings for one plugin.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSection>,
@@ -114,14 +125,6 @@ pub struct PluginFilesSection {
     pub access: Option<FileAccess>,
 }
 
-/// `[output]`: how plugins' output reaches the model.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutputSection {
-    /// Whether output is enveloped as untrusted; plain when absent.
-    pub untrusted: Option<UntrustedOutput>,
-}
-
 /// `[limits]`: overrides of the default limits.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -134,6 +137,24 @@ pub struct LimitsSection {
     pub load_timeout_ms: Option<u64>,
     /// Fuel per call.
     pub fuel: Option<u64>,
+    /// Largest `params_schema` of one tool, in bytes of JSON.
+    pub schema_max_bytes: Option<usize>,
+    /// Largest total of a plugin's schemas, in bytes of JSON.
+    pub schemas_max_bytes: Option<usize>,
+    /// Deepest nesting of one schema.
+    pub schema_max_depth: Option<usize>,
+    /// Most memory one schema pattern may compile to, in bytes.
+    pub pattern_max_bytes: Option<usize>,
+    /// Most memory a plugin's schema patterns may compile to together, in bytes.
+    pub patterns_max_bytes: Option<usize>,
+    /// Most time compiling a plugin's schemas may take, in milliseconds.
+    pub schema_compile_ms: Option<u64>,
+    /// Most log bytes one call (or the load) may write.
+    pub log_call_bytes: Option<usize>,
+    /// The plugin's sustained log rate, in bytes per second.
+    pub log_bytes_per_second: Option<usize>,
+    /// Log bytes the plugin may write at once beyond its rate.
+    pub log_burst_bytes: Option<usize>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -153,6 +174,42 @@ pub struct HttpSection {
     pub max_redirects: Option<usize>,
 }
 
+/// `[output]`: the output policy (see `output`), the result store (`results`), and
+/// the envelope of untrusted output (see `envelope`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// Whether output is enveloped as untrusted; plain when absent.
+    pub untrusted: Option<UntrustedOutput>,
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+    /// Where the whole outputs of cut results are kept (default: `results/` in the
+    /// compiled-code cache's directory).
+    pub results_dir: Option<PathBuf>,
+    /// The most the result store holds, in bytes; the oldest results go first.
+    pub results_max_bytes: Option<u64>,
+    /// `[output.tools.NAME]`: one tool, over the plugin's and the global values.
+    #[serde(default)]
+    pub tools: BTreeMap<String, OutputLimitsSection>,
+}
+
+/// The output limits of one tool (`[output.tools.NAME]`), or of a plugin or every
+/// tool as a layer under it.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputLimitsSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+}
+
 /// `[plugins.ID]`.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -166,9 +223,36 @@ pub struct PluginSection {
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
     pub files: PluginFilesSection,
-    /// How this plugin's output reaches the model, over `[output]`.
+    /// Output limits for this plugin's tools, and whether its output is enveloped,
+    /// over `[output]`.
     #[serde(default)]
-    pub output: OutputSection,
+    pub output: PluginOutputSection,
+}
+
+/// `[plugins.ID.output]`: one plugin's output limits, and whether its output is
+/// enveloped as untrusted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginOutputSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+    /// Whether this plugin's output is enveloped as untrusted, over `[output]`.
+    pub untrusted: Option<UntrustedOutput>,
+}
+
+impl PluginOutputSection {
+    /// Its output limits.
+    fn limits(&self) -> OutputLimitsSection {
+        OutputLimitsSection {
+            max_lines: self.max_lines,
+            max_bytes: self.max_bytes,
+            max_description_bytes: self.max_description_bytes,
+        }
+    }
 }
 
 /// The key of `[tools.NAME]` the host reads as the tool's description; the plugin
@@ -279,7 +363,7 @@ impl Config {
 
     /// Which plugins' output is enveloped: `mode` (the command line) over `[output]`,
     /// then each plugin's own `[plugins.ID.output]` over both.
-    pub fn output_policy(&self, mode: Option<UntrustedOutput>) -> OutputPolicy {
+    pub fn untrusted_policy(&self, mode: Option<UntrustedOutput>) -> OutputPolicy {
         OutputPolicy {
             mode: mode.or(self.output.untrusted).unwrap_or_default(),
             plugins: self
@@ -302,6 +386,62 @@ impl Config {
             })
             .collect()
     }
+
+    /// The layers of output settings for `tool` of plugin `plugin`, most specific
+    /// first: `[output.tools.NAME]`, `[plugins.ID.output]`, `[output]`.
+    fn output_layers(&self, plugin: &str, tool: &str) -> [OutputLimitsSection; 3] {
+        let global = OutputLimitsSection {
+            max_lines: self.output.max_lines,
+            max_bytes: self.output.max_bytes,
+            max_description_bytes: self.output.max_description_bytes,
+        };
+        [
+            self.output.tools.get(tool).cloned().unwrap_or_default(),
+            self.plugins
+                .get(plugin)
+                .map(|section| section.output.limits())
+                .unwrap_or_default(),
+            global,
+        ]
+    }
+
+    /// How much of a result of `tool` (of plugin `plugin`) the model sees.
+    pub fn output_for(&self, plugin: &str, tool: &str) -> OutputLimits {
+        let layers = self.output_layers(plugin, tool);
+        OutputLimits {
+            max_lines: layers
+                .iter()
+                .find_map(|layer| layer.max_lines)
+                .unwrap_or(output::DEFAULT_MAX_LINES),
+            max_bytes: layers
+                .iter()
+                .find_map(|layer| layer.max_bytes)
+                .unwrap_or(output::DEFAULT_MAX_BYTES),
+        }
+    }
+
+    /// The longest description of `tool` (of plugin `plugin`) the model sees.
+    pub fn description_bytes_for(&self, plugin: &str, tool: &str) -> usize {
+        self.output_layers(plugin, tool)
+            .iter()
+            .find_map(|layer| layer.max_description_bytes)
+            .unwrap_or(output::DEFAULT_MAX_DESCRIPTION_BYTES)
+    }
+
+    /// The result store: `[output] results_dir`, else `results/` in `cache_dir`; none
+    /// when neither is set.
+    pub fn result_store(&self, cache_dir: Option<&Path>) -> Option<ResultStore> {
+        let dir = self
+            .output
+            .results_dir
+            .clone()
+            .or_else(|| cache_dir.map(|dir| dir.join("results")))?;
+        let max_bytes = self
+            .output
+            .results_max_bytes
+            .unwrap_or(results::DEFAULT_MAX_BYTES);
+        Some(ResultStore::new(dir, max_bytes))
+    }
 }
 
 impl LimitsSection {
@@ -319,6 +459,20 @@ impl LimitsSection {
         if let Some(fuel) = self.fuel {
             limits.fuel = fuel;
         }
+        let schemas = &mut limits.schemas;
+        set(&mut schemas.schema_bytes, self.schema_max_bytes);
+        set(&mut schemas.plugin_schema_bytes, self.schemas_max_bytes);
+        set(&mut schemas.depth, self.schema_max_depth);
+        set(&mut schemas.pattern_bytes, self.pattern_max_bytes);
+        set(&mut schemas.plugin_pattern_bytes, self.patterns_max_bytes);
+        set(
+            &mut schemas.compile_time,
+            self.schema_compile_ms.map(Duration::from_millis),
+        );
+        let log = &mut limits.log;
+        set(&mut log.call_bytes, self.log_call_bytes);
+        set(&mut log.bytes_per_second, self.log_bytes_per_second);
+        set(&mut log.burst_bytes, self.log_burst_bytes);
         limits
     }
 }
@@ -359,6 +513,13 @@ impl HttpSection {
             settings.max_redirects = redirects;
         }
         settings
+    }
+}
+
+/// Replaces `value` with `setting`, when there is one.
+fn set<T>(value: &mut T, setting: Option<T>) {
+    if let Some(setting) = setting {
+        *value = setting;
     }
 }
 

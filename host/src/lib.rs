@@ -25,17 +25,21 @@ pub mod http;
 pub mod inspect;
 pub mod integrity;
 pub mod limits;
+mod log_listener;
 pub mod manifest;
 pub mod mcp;
 pub mod names;
 mod outcome;
+pub mod output;
 pub mod pack;
 pub mod progress;
 pub mod reload;
+pub mod results;
 mod runtime;
 mod sandbox;
 pub mod scaffold;
 pub mod schema;
+mod schema_budget;
 pub mod signature;
 mod snapshot;
 mod source;
@@ -44,9 +48,11 @@ pub mod trusted;
 mod validation;
 pub mod wit_version;
 
+pub use log_listener::LogListener;
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use progress::{BadProgress, Progress, ProgressUpdates};
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, ListedTool, PluginInfo,
-    PluginUpdate, Runtime, RuntimeBuilder, Scope, Session, Severity, ToolInfo,
+    BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, ListedTool, PluginInfo,
+    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Scope, Session, Severity, ToolInfo,
 };
+pub use sandbox::MemoryUse;

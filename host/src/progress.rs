@@ -124,6 +124,19 @@ impl ProgressUpdates {
     }
 }
 
+impl ProgressUpdates {
+    /// The latest report, if it was not read yet, without waiting: what a caller that
+    /// stopped reading when the call ended still owes its own client.
+    pub fn unread(&mut self) -> Option<Progress> {
+        let latest = self.receiver.borrow_and_update();
+        if latest.has_changed() {
+            latest.clone()
+        } else {
+            None
+        }
+    }
+}
+
 /// A call's progress channel: the sandbox's end and the caller's.
 pub(crate) fn channel() -> (ProgressSender, ProgressUpdates) {
     let (sender, receiver) = watch::channel(None);
@@ -171,7 +184,10 @@ mod tests {
         report(3.0);
         assert_eq!(updates.next().await.map(|p| p.done), Some(3.0));
         assert!(Instant::now() >= first + MIN_GAP);
+        report(4.0);
         drop(sender);
+        assert_eq!(updates.unread().map(|p| p.done), Some(4.0));
+        assert_eq!(updates.unread(), None);
         assert_eq!(updates.next().await, None);
     }
 }

@@ -140,19 +140,23 @@ pub fn anthropic_tool(tool: &ListedTool) -> Value {
     )
 }
 
-/// A tool as an MCP `Tool` (no `description` when there is none), with its
-/// `annotations` (see [`mcp_annotations`]), its `title` when it has one, and its
-/// `outputSchema` when it gives structured results that are not enveloped (an
-/// enveloped result is text only).
+/// A tool as an MCP `Tool`, with its `annotations` (see [`mcp_annotations`]), its
+/// `title` when it has one, and its `outputSchema` when it gives structured results that
+/// are not enveloped (an enveloped result is text only). One the plugin gave no
+/// description is described by its name: the MCP specification makes the description
+/// optional, but clients reject a tool without one (the official conformance suite
+/// among them, which an empty description does not satisfy either).
 pub fn mcp_tool(tool: &ListedTool) -> Value {
-    let mut definition = with_description(
-        json!({
-            "name": tool.name,
-            "inputSchema": parameters(&tool.tool),
-            "annotations": mcp_annotations(tool),
-        }),
-        tool,
-    );
+    let description = match tool.description.as_str() {
+        "" => tool.name.as_str(),
+        given => given,
+    };
+    let mut definition = json!({
+        "name": tool.name,
+        "description": description,
+        "inputSchema": parameters(&tool.tool),
+        "annotations": mcp_annotations(tool),
+    });
     if let Some(object) = definition.as_object_mut() {
         if let Some(title) = &tool.tool.title {
             object.insert("title".to_string(), json!(title));
@@ -261,7 +265,7 @@ mod tests {
             definitions(&tools, Format::Mcp),
             json!([
                 { "name": "search", "description": "Find things", "inputSchema": schema, "annotations": annotations },
-                { "name": "bare", "inputSchema": empty_parameters(), "annotations": annotations },
+                { "name": "bare", "description": "bare", "inputSchema": empty_parameters(), "annotations": annotations },
             ])
         );
     }

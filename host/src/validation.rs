@@ -64,19 +64,47 @@ impl std::fmt::Debug for SchemaValidator {
     }
 }
 
-impl SchemaValidator {
+/// The lazy DFA's cache of one compiled pattern, per thread that validates with it
+/// (regex-automata's default is 2 MiB): validation never needs much, and a schema of
+/// many patterns would otherwise keep megabytes per pattern once arguments exercised
+/// them.
+const PATTERN_CACHE_BYTES: usize = 256 * 1024;
+
+/// Compiles the validators of one plugin's schemas. They share one cache of compiled
+/// patterns (a pattern the plugin repeats is compiled once), and every pattern is
+/// compiled under the engine's own size limit, behind the budget that measured it
+/// (`schema_budget`).
+pub struct ValidatorCompiler {
+    patterns: jsonschema::PatternCache,
+    pattern_bytes: usize,
+}
+
+impl ValidatorCompiler {
+    /// A compiler whose patterns may each compile to `pattern_bytes`.
+    pub fn new(pattern_bytes: usize) -> Self {
+        ValidatorCompiler {
+            patterns: jsonschema::PatternCache::new(),
+            pattern_bytes,
+        }
+    }
+
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(schema: &Value) -> Result<SchemaValidator, UnusableSchema> {
+    pub fn compile(&self, schema: &Value) -> Result<SchemaValidator, UnusableSchema> {
         if !schema.is_object() {
             return Err(UnusableSchema(Problems::new(vec![format!(
                 "a schema must be a JSON object, not {}",
                 describe(schema)
             )])));
         }
+        let patterns = jsonschema::PatternOptions::fancy_regex()
+            .size_limit(self.pattern_bytes)
+            .dfa_size_limit(PATTERN_CACHE_BYTES);
         jsonschema::options()
             .should_validate_formats(false)
+            .with_pattern_options(patterns)
+            .with_pattern_cache(self.patterns.clone())
             .build(schema)
             .map(|validator| SchemaValidator { validator })
             .map_err(|error| {
@@ -88,7 +116,9 @@ impl SchemaValidator {
                 UnusableSchema(Problems::new(problems))
             })
     }
+}
 
+impl SchemaValidator {
     /// Checks a call's `args`; the error lists each problem.
     pub fn check(&self, args: &Value) -> Result<(), ValueProblems> {
         self.problems(args, "the arguments")
@@ -189,8 +219,12 @@ mod tests {
 
     use super::*;
 
+    fn compile(schema: &Value) -> Result<SchemaValidator, UnusableSchema> {
+        ValidatorCompiler::new(crate::limits::SchemaBudget::default().pattern_bytes).compile(schema)
+    }
+
     fn validator(schema: Value) -> SchemaValidator {
-        SchemaValidator::compile(&schema).expect("the schema compiles")
+        compile(&schema).expect("the schema compiles")
     }
 
     #[test]
@@ -262,7 +296,7 @@ mod tests {
     fn a_schema_problem_says_where_in_the_schema() {
         let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
         assert_eq!(
-            SchemaValidator::compile(&schema).unwrap_err().to_string(),
+            compile(&schema).unwrap_err().to_string(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
     }
@@ -277,7 +311,7 @@ mod tests {
                 "t": { "maxLength": -1 }
             }
         });
-        let error = SchemaValidator::compile(&schema).unwrap_err().to_string();
+        let error = compile(&schema).unwrap_err().to_string();
         for part in [
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#,
             "at `/properties/s/type` in the schema:",
@@ -302,7 +336,7 @@ mod tests {
             json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
             json!({ "$ref": "https://example.com/schema.json" }),
         ] {
-            let error = SchemaValidator::compile(&schema).unwrap_err().to_string();
+            let error = compile(&schema).unwrap_err().to_string();
             assert!(
                 !error.is_empty() && !error.contains('\n'),
                 "{schema}: {error}"

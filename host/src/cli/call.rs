@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error};
-use crate::Progress;
+use crate::{CallOptions, Progress};
 
 #[derive(Args)]
 pub(super) struct CallArgs {
@@ -21,6 +21,10 @@ pub(super) struct CallArgs {
     /// The arguments, a JSON object.
     #[arg(default_value = "{}")]
     args: String,
+    /// Also reach a tool registered with `hidden = true` (for testing: hidden tools
+    /// are for plugin code, and a model, through MCP, cannot call them).
+    #[arg(long)]
+    include_hidden: bool,
 }
 
 /// Prints the result and exits 0, or prints "[tool failed: MESSAGE]" and exits 1. The
@@ -34,9 +38,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode
         Ok(tools) => tools,
         Err(error) => return usage_error(&error.to_string()),
     };
-    // Without --tools the call is made as before: every tool, hidden ones included.
+    // Without --tools: every tool, hidden ones with --include-hidden; with it, the
+    // tools in scope as a model sees them (never a hidden one).
     let started = if args.scope.tools.is_empty() {
-        tools.call(&args.tool, &args.args)
+        let options = CallOptions {
+            refuse_hidden: !args.include_hidden,
+            ..CallOptions::default()
+        };
+        tools.call_with(&args.tool, &args.args, options)
     } else {
         match args.scope.session(&tools) {
             Ok(session) => session.call(&tools, &args.tool, &args.args),
@@ -60,6 +69,9 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode
             }
         }
     });
+    if let Some(progress) = updates.unread() {
+        eprintln!("{}", progress_line(&progress));
+    }
     println!("{}", outcome.to_model_text());
     if outcome.is_completed() {
         ExitCode::SUCCESS

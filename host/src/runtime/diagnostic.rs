@@ -86,6 +86,8 @@ pub enum DiagnosticKind {
     IdCollision,
     /// An `[aliases]` entry names a tool no loaded plugin registers.
     AliasUnresolved,
+    /// A tool's description is longer than the model is shown; it was cut.
+    DescriptionCut,
 }
 
 impl DiagnosticKind {
@@ -106,6 +108,7 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
             DiagnosticKind::AliasUnresolved => "alias_unresolved",
+            DiagnosticKind::DescriptionCut => "description_cut",
         }
     }
 }

@@ -31,13 +31,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use crate::envelope::{Envelope, OutputPolicy};
 use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
+use crate::output::{self, Kept, OutputLimits};
 use crate::progress::{self, ProgressUpdates};
-use crate::sandbox::PluginHandle;
+use crate::results::{self, ResultError, ResultStore};
+use crate::sandbox::{MemoryUse, PluginHandle};
 use crate::strict_schema::drop_optional_nulls;
 use crate::validation::SchemaValidator;
 
@@ -94,7 +97,7 @@ pub struct PluginInfo {
 pub enum InvokeError {
     /// The tool belongs to a plugin that did not load (or a registration the host
     /// refused); `reason` says why.
-    #[error("tool '{name}' is unavailable: {reason}")]
+    #[error("tool {} is unavailable: {reason}", quoted_name(name))]
     Unavailable {
         /// The name asked for.
         name: String,
@@ -102,8 +105,9 @@ pub enum InvokeError {
         reason: String,
     },
     /// No loaded plugin registered this tool (or, for a [`Session`], it is not in the
-    /// session's scope).
-    #[error("unknown tool '{name}'{}", did_you_mean(suggestions))]
+    /// session's scope; or it is hidden, and the call was made with
+    /// [`CallOptions::refuse_hidden`]).
+    #[error("unknown tool {}{}", quoted_name(name), did_you_mean(suggestions))]
     UnknownTool {
         /// The name asked for.
         name: String,
@@ -119,6 +123,45 @@ pub enum InvokeError {
         message: String,
     },
 }
+
+/// How a call is made, beyond its tool and arguments ([`Runtime::call_with`]).
+#[derive(Debug, Default)]
+pub struct CallOptions {
+    /// The id the call takes, reserved with [`Runtime::reserve_call_id`] so that the
+    /// caller can be ready for what the call does (say, its log) before it starts;
+    /// none: a fresh one.
+    pub id: Option<ReservedCallId>,
+    /// Refuse a hidden tool as unknown. Hidden tools are for plugin code, not for a
+    /// model: MCP clients and `toolcell call` (without `--include-hidden`) get this.
+    pub refuse_hidden: bool,
+}
+
+/// A call id handed out by [`Runtime::reserve_call_id`], for one call.
+#[derive(Debug)]
+pub struct ReservedCallId(u64);
+
+impl ReservedCallId {
+    /// The id (what [`Call::id`] will say).
+    pub fn get(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A tool name as errors quote it: at most its first [`SHOWN_NAME_CHARS`] characters,
+/// escaped, since a name a client sent can be anything.
+fn quoted_name(name: &str) -> String {
+    let count = name.chars().count();
+    let shown: String = name.chars().take(SHOWN_NAME_CHARS).collect();
+    let shown = shown.escape_debug();
+    if count > SHOWN_NAME_CHARS {
+        format!("'{shown}…' (a name of {count} characters)")
+    } else {
+        format!("'{shown}'")
+    }
+}
+
+/// How much of an unknown tool's name an error quotes.
+const SHOWN_NAME_CHARS: usize = 64;
 
 /// Loaded plugins and their tools.
 ///
@@ -143,7 +186,7 @@ pub struct Runtime {
     /// `[tools.NAME] description`: what the model reads instead of the plugin's words.
     descriptions: HashMap<String, String>,
     /// Which plugins' output is enveloped as untrusted.
-    output: OutputPolicy,
+    untrusted: OutputPolicy,
     /// The envelope of calls made without a session.
     envelope: Envelope,
     /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
@@ -151,6 +194,10 @@ pub struct Runtime {
     unavailable: HashMap<String, String>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
+    /// This run's id, which the ids of its stored results start with.
+    run: u32,
+    /// Where whole outputs of cut results go, or why they go nowhere.
+    results: Result<Arc<ResultStore>, Arc<str>>,
     max_args_bytes: usize,
     dirs: PluginDirs,
     loader: Arc<Loader>,
@@ -194,6 +241,34 @@ impl Runtime {
         self.diagnostics
             .iter()
             .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+
+    /// The result store that keeps the whole outputs of results the model saw cut, if
+    /// there is one (see [`Call::result_id`]).
+    pub fn result_store(&self) -> Option<&ResultStore> {
+        self.results.as_deref().ok()
+    }
+
+    /// The whole output of a result the model saw cut, by the id its notice gave.
+    pub fn result(&self, id: &str) -> Result<String, ResultError> {
+        match &self.results {
+            Ok(store) => store.get(id),
+            Err(reason) => Err(ResultError::NoStore(reason.to_string())),
+        }
+    }
+
+    /// How much memory plugin `plugin` (its id) holds: a future that resolves once
+    /// the plugin's running step is done, and does not borrow the runtime. `None` when
+    /// no loaded plugin with tools has that id; the future gives `None` while the
+    /// plugin has no instance (it crashed and could not be restarted).
+    pub fn memory(&self, plugin: &str) -> Option<impl Future<Output = Option<MemoryUse>> + use<>> {
+        let handle = self
+            .entries
+            .iter()
+            .find(|entry| entry.handle.name() == plugin)?
+            .handle
+            .clone();
+        Some(async move { handle.memory().await })
     }
 
     /// The plugin directories, in load order, as given to the builder.
@@ -375,18 +450,36 @@ impl Runtime {
     /// plugin code that runs on past its first yield to the executor, a few
     /// milliseconds, continues as a task of the runtime the plugin was loaded on.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
-        let index = self.names.resolve(tool).ok_or_else(|| {
-            let hidden = self.tools.iter().filter(|info| info.hidden);
-            self.not_found(
-                tool,
-                self.names
-                    .listed()
+        self.call_with(tool, args_json, CallOptions::default())
+    }
+
+    /// As [`Runtime::call`], as `options` say.
+    pub fn call_with(
+        &self,
+        tool: &str,
+        args_json: &str,
+        options: CallOptions,
+    ) -> Result<Call, InvokeError> {
+        let callable = |info: &ToolInfo| !(options.refuse_hidden && info.hidden);
+        let index = self
+            .names
+            .resolve(tool)
+            .filter(|&index| callable(&self.tools[index]))
+            .ok_or_else(|| {
+                let hidden = self
+                    .tools
                     .iter()
-                    .map(|listing| listing.name.as_str())
-                    .chain(hidden.map(|info| info.name.as_str())),
-            )
-        })?;
-        self.start(index, tool, args_json, &self.envelope)
+                    .filter(|info| info.hidden && callable(info));
+                self.not_found(
+                    tool,
+                    self.names
+                        .listed()
+                        .iter()
+                        .map(|listing| listing.name.as_str())
+                        .chain(hidden.map(|info| info.name.as_str())),
+                )
+            })?;
+        self.start(index, tool, args_json, &self.envelope, options.id)
     }
 
     /// Why `name` found no tool: unavailable (a plugin that did not load would offer
@@ -404,21 +497,26 @@ impl Runtime {
         }
     }
 
-    /// Checks the arguments and starts the tool at `index`, called as `name`; its
-    /// output goes into `envelope` unless its plugin is trusted.
+    /// Checks the arguments and starts the tool at `index`, called as `name`, with the
+    /// id `id` (none: a fresh one); its output goes into `envelope` unless its plugin is
+    /// trusted.
     fn start(
         &self,
         index: usize,
         name: &str,
         args_json: &str,
         envelope: &Envelope,
+        id: Option<ReservedCallId>,
     ) -> Result<Call, InvokeError> {
         let info = &self.tools[index];
         let entry = &self.entries[index];
         let args = self
             .check_arguments(name, args_json, info, entry.validator.as_deref())?
             .unwrap_or_else(|| args_json.to_string());
-        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let id = match id {
+            Some(ReservedCallId(id)) => id,
+            None => self.next_call.fetch_add(1, Ordering::Relaxed),
+        };
         let (sender, progress) = progress::channel();
         let outcome = entry
             .handle
@@ -430,8 +528,22 @@ impl Runtime {
             progress,
             finished: false,
             output_validator: entry.output_validator.clone(),
-            envelope: self.output.envelops(&info.plugin).then(|| envelope.clone()),
+            output: Output {
+                limits: entry.output,
+                results: self.results.clone(),
+                run: self.run,
+            },
+            keeping: None,
+            envelope: self
+                .untrusted
+                .envelops(&info.plugin)
+                .then(|| envelope.clone()),
         })
+    }
+
+    /// An id for a call not made yet ([`CallOptions::id`]): unique within the runtime.
+    pub fn reserve_call_id(&self) -> ReservedCallId {
+        ReservedCallId(self.next_call.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Calls `tool` and waits for its outcome.
@@ -486,6 +598,14 @@ impl Runtime {
             return Ok(Some(without_nulls.to_string()));
         }
         Err(invalid(problems.to_string()))
+    }
+}
+
+impl Drop for Runtime {
+    /// What the plugins logged reaches the file before the runtime goes (a process
+    /// exits right after).
+    fn drop(&mut self) {
+        self.loader.flush_log();
     }
 }
 
@@ -547,6 +667,10 @@ fn did_you_mean(suggestions: &[String]) -> String {
 
 /// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
 /// cancel the call, which aborts its pending HTTP requests and timers.
+///
+/// A result longer than the tool's output limits is cut before the outcome is given:
+/// the outcome's text is what the model should see, and the whole output is kept in
+/// the result store under [`Call::result_id`].
 pub struct Call {
     id: u64,
     handle: PluginHandle,
@@ -556,14 +680,62 @@ pub struct Call {
     /// The tool's output schema, compiled: a completed call's output must be the JSON
     /// text of a value it accepts.
     output_validator: Option<Arc<SchemaValidator>>,
+    output: Output,
+    /// Keeping a cut result's whole output, off the async threads.
+    keeping: Option<JoinHandle<CallOutcome>>,
     /// Where the outcome's text goes, when the plugin's output is untrusted.
     envelope: Option<Envelope>,
+}
+
+/// The output policy of one call.
+#[derive(Clone)]
+struct Output {
+    limits: OutputLimits,
+    results: Result<Arc<ResultStore>, Arc<str>>,
+    run: u32,
+}
+
+impl Output {
+    /// Whether `outcome` is a result over the limits.
+    fn cuts(&self, outcome: &CallOutcome) -> bool {
+        matches!(outcome, CallOutcome::Completed(text) if output::cut(text, &self.limits).is_some())
+    }
+
+    /// `outcome` as the model sees it: a result over the limits is cut, with a notice
+    /// saying where the whole is; the whole is kept in the result store.
+    fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
+        let CallOutcome::Completed(text) = outcome else {
+            return outcome;
+        };
+        let Some(cut) = output::cut(&text, &self.limits) else {
+            return CallOutcome::Completed(text);
+        };
+        let id = results::result_id(self.run, call);
+        let stored = match &self.results {
+            Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
+            Err(reason) => Err(reason.to_string()),
+        };
+        let shown = match &stored {
+            Ok(path) => output::shown(&cut, &Kept::Stored { id: &id, path }),
+            Err(reason) => {
+                tracing::warn!("the whole output of call {call} was not kept: {reason}");
+                output::shown(&cut, &Kept::Lost(reason.clone()))
+            }
+        };
+        CallOutcome::Completed(shown)
+    }
 }
 
 impl Call {
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The id under which the whole output is kept if the result is cut (see
+    /// [`Runtime::result`] and `toolcell result`): unique across runs sharing a store.
+    pub fn result_id(&self) -> String {
+        results::result_id(self.output.run, self.id)
     }
 
     /// The progress the plugin reports while the call runs (`ctx:progress`), at most
@@ -579,6 +751,14 @@ impl Call {
         self.output_validator.is_some() && self.envelope.is_none()
     }
 
+    /// `outcome` in the call's envelope, when its plugin's output is untrusted.
+    fn enveloped(&self, outcome: CallOutcome) -> CallOutcome {
+        match &self.envelope {
+            Some(envelope) => envelope.wrap_outcome(outcome),
+            None => outcome,
+        }
+    }
+
     /// Cancels the call; it resolves to a failure that says `reason`.
     pub fn cancel(&self, reason: &str) {
         if !self.finished {
@@ -591,6 +771,12 @@ impl Future for Call {
     type Output = CallOutcome;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        if let Some(keeping) = self.keeping.as_mut() {
+            let kept = std::task::ready!(Pin::new(keeping).poll(cx)).unwrap_or_else(|error| {
+                CallOutcome::Stopped(format!("keeping the result failed: {error}"))
+            });
+            return Poll::Ready(self.enveloped(kept));
+        }
         let outcome = match Pin::new(&mut self.outcome).poll(cx) {
             Poll::Pending => return Poll::Pending,
             Poll::Ready(Ok(outcome)) => outcome,
@@ -599,14 +785,24 @@ impl Future for Call {
             }
         };
         self.finished = true;
+        // The output is checked whole, cut to what the model may see, then enveloped.
         let outcome = match &self.output_validator {
             Some(validator) => checked_output(outcome, validator),
             None => outcome,
         };
-        Poll::Ready(match &self.envelope {
-            Some(envelope) => envelope.wrap_outcome(outcome),
-            None => outcome,
-        })
+        if !self.output.cuts(&outcome) {
+            return Poll::Ready(self.enveloped(outcome));
+        }
+        // Writing the whole output may wait on the disk: not on an async thread.
+        let output = self.output.clone();
+        let call = self.id;
+        match tokio::runtime::Handle::try_current() {
+            Ok(tokio) => {
+                self.keeping = Some(tokio.spawn_blocking(move || output.apply(call, outcome)));
+                self.poll(cx)
+            }
+            Err(_) => Poll::Ready(self.enveloped(output.apply(call, outcome))),
+        }
     }
 }
 

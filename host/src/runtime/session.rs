@@ -10,7 +10,7 @@ use crate::grants::Grants;
 use crate::names::{GlobError, ToolGlob};
 
 use super::registry::Listing;
-use super::{Call, InvokeError, Runtime, ToolInfo};
+use super::{Call, CallOptions, InvokeError, Runtime, ToolInfo};
 
 /// Which tools a session sees: a start (every tool, or none), then globs over names and
 /// paths that add tools to it or remove them, in order; the last glob that matches a
@@ -303,6 +303,18 @@ impl Session {
         tool: &str,
         args_json: &str,
     ) -> Result<Call, InvokeError> {
+        self.call_with(runtime, tool, args_json, CallOptions::default())
+    }
+
+    /// As [`Session::call`], with the id `options` reserved (a session never calls a
+    /// hidden tool, whatever `options.refuse_hidden` says).
+    pub fn call_with(
+        &self,
+        runtime: &Runtime,
+        tool: &str,
+        args_json: &str,
+        options: CallOptions,
+    ) -> Result<Call, InvokeError> {
         let view = self.view();
         let in_scope = |index: usize| {
             runtime
@@ -312,7 +324,7 @@ impl Session {
                 .any(|listing| listing.tool == index && view.shows(runtime, listing))
         };
         match runtime.names.resolve(tool).filter(|&index| in_scope(index)) {
-            Some(index) => runtime.start(index, tool, args_json, &self.state.envelope),
+            Some(index) => runtime.start(index, tool, args_json, &self.state.envelope, options.id),
             None => {
                 let shown: Vec<&str> = runtime
                     .names
@@ -392,7 +404,7 @@ impl Runtime {
             tool: tool.clone(),
             read_only: tool.no_prompt || grants.is_none_or(|grants| !grants.may_write_files()),
             open_world: grants.is_some_and(|grants| grants.may_use_http()),
-            enveloped: self.output.envelops(&tool.plugin),
+            enveloped: self.untrusted.envelops(&tool.plugin),
         }
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use super::PluginContext;
-use super::instance::{Crash, Instance, PluginPre, Step};
+use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
@@ -39,6 +39,8 @@ pub struct CallRequest {
 
 /// A call in flight, as the host sees it.
 struct HostCall {
+    /// Says what of the call's log was dropped once the call ends, however it ends.
+    log: LogEnd,
     tool: String,
     reply: oneshot::Sender<CallOutcome>,
     deadline: Instant,
@@ -151,6 +153,10 @@ impl Supervisor {
             .start(call, &tool, &args, progress, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
+            log: LogEnd {
+                context: self.context.clone(),
+                call,
+            },
             tool,
             reply,
             deadline,
@@ -209,7 +215,7 @@ impl Supervisor {
         if let Some(instance) = self.instance.as_mut() {
             instance.end_call(call);
         }
-        let _ = host_call.reply.send(outcome);
+        host_call.finish(outcome);
     }
 
     /// How a call ended whose step the guest stopped: cancelled, when the caller
@@ -287,18 +293,29 @@ impl Supervisor {
         let reason = outcome.failure().unwrap_or_default();
         match instance.cancel(call, reason).await {
             Ok(()) => {
-                let _ = host_call.reply.send(outcome);
+                host_call.finish(outcome);
             }
             Err(crash) => self.crashed(crash, Some(host_call)).await,
+        }
+    }
+
+    /// How much memory the instance holds; none while it has none (it crashed and
+    /// could not be restarted, or crashed answering this).
+    pub async fn memory(&mut self) -> Option<MemoryUse> {
+        let instance = self.instance.as_mut()?;
+        match instance.memory().await {
+            Ok(memory) => Some(memory),
+            Err(crash) => {
+                self.crashed(crash, None).await;
+                None
+            }
         }
     }
 
     /// Fails every call in flight: nobody can call the plugin any more.
     pub fn shut_down(&mut self) {
         for (_, call) in self.calls.drain() {
-            let _ = call
-                .reply
-                .send(CallOutcome::Stopped("the runtime shut down".to_string()));
+            call.finish(CallOutcome::Stopped("the runtime shut down".to_string()));
         }
     }
 
@@ -339,12 +356,12 @@ impl Supervisor {
         };
         if let Some(call) = running {
             let message = format!("plugin '{name}' crashed: {reason}; {what_became}");
-            let _ = call.reply.send(outcome(message, false));
+            call.finish(outcome(message, false));
         }
         for call in waiting {
             let message =
                 format!("plugin '{name}' crashed during another call: {reason}; {what_became}");
-            let _ = call.reply.send(outcome(message, true));
+            call.finish(outcome(message, true));
         }
     }
 
@@ -370,6 +387,27 @@ impl Supervisor {
             tracing::error!("{message}");
             self.disabled = Some(message);
         }
+    }
+}
+
+impl HostCall {
+    /// Ends the call with `outcome`: its log first, so that whoever awaits the outcome
+    /// finds the log complete.
+    fn finish(self, outcome: CallOutcome) {
+        drop(self.log);
+        let _ = self.reply.send(outcome);
+    }
+}
+
+/// Ends a call's log when the call ends (see `PluginLog::end`).
+struct LogEnd {
+    context: Arc<PluginContext>,
+    call: CallId,
+}
+
+impl Drop for LogEnd {
+    fn drop(&mut self) {
+        self.context.log.end(Some(self.call));
     }
 }
 
