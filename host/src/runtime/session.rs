@@ -373,6 +373,7 @@ impl Session {
 impl Runtime {
     /// The hidden tools, each under its own name: what no model sees, but a user
     /// looking at every tool (`toolcell list`) does.
+    #[cfg(feature = "cli")]
     pub(crate) fn hidden_tools(&self) -> Vec<ListedTool> {
         let grants = self.grants_by_plugin();
         self.tools
