@@ -422,38 +422,7 @@ fn untrusted_output_envelope_from_the_flag_and_the_config() {
 }
 
 /// `tally` (read-only files, no HTTP): a structured result and progress reports.
-const TALLY: &str = r#"
-clm.tool_register("count_words", {
-  title = "Count words",
-  description = "Count the words of a text",
-  params_schema = { type = "object", properties = { text = { type = "string" } } },
-  output_schema = {
-    type = "object",
-    properties = { words = { type = "integer" }, longest = { type = "string" } },
-    required = { "words" },
-  },
-  invoke = function(args, ctx)
-    if args.text == "wrong" then return ctx:complete_json({ words = "many" }) end
-    local words, longest = 0, ""
-    for word in args.text:gmatch("%S+") do
-      words = words + 1
-      if #word > #longest then longest = word end
-    end
-    ctx:complete_json({ words = words, longest = longest })
-  end,
-})
-clm.tool_register("crawl", {
-  description = "Reports progress as it goes",
-  no_prompt = true,
-  invoke = function(args, ctx)
-    for i = 1, args.pages do
-      ctx:progress(i, args.pages, "page " .. i)
-      clm.sleep(150)
-    end
-    ctx:complete("crawled")
-  end,
-})
-"#;
+const TALLY: &str = include_str!("../../tests/view/tally.lua");
 
 fn tally_plugins() -> Plugins {
     let plugins = plugins();

@@ -431,27 +431,10 @@ async fn a_strict_mode_null_for_an_optional_property_is_the_property_left_out() 
 
 /// `tally`, which may only read files and asks for no HTTP: structured results, a
 /// title, and progress.
-const TALLY: &str = r#"
-clm.tool_register("count_words", {
-  title = "Count words",
-  description = "Count the words of a text",
-  params_schema = { type = "object", properties = { text = { type = "string" } } },
-  output_schema = {
-    type = "object",
-    properties = { words = { type = "integer" }, longest = { type = "string" } },
-    required = { "words" },
-  },
-  invoke = function(args, ctx)
-    if args.text == "wrong" then return ctx:complete_json({ words = "many" }) end
-    if args.text == "plain" then return ctx:complete("three words here") end
-    local words, longest = 0, ""
-    for word in args.text:gmatch("%S+") do
-      words = words + 1
-      if #word > #longest then longest = word end
-    end
-    ctx:complete_json({ words = words, longest = longest })
-  end,
-})
+const TALLY: &str = include_str!("../view/tally.lua");
+
+/// More tools of `tally` for the embedding API's tests.
+const TALLY_MORE: &str = r#"
 clm.tool_register("as_json", {
   description = "A JSON value without an output schema",
   invoke = function(_, ctx) ctx:complete_json({ ok = true }) end,
@@ -460,16 +443,6 @@ clm.tool_register("listing", {
   description = "An output schema that is not an object's",
   output_schema = { type = "array" },
   invoke = function(_, ctx) ctx:complete_json({}) end,
-})
-clm.tool_register("crawl", {
-  description = "Reports progress as it goes",
-  invoke = function(args, ctx)
-    for i = 1, args.pages do
-      ctx:progress(i, args.pages, "page " .. i)
-      clm.sleep(args.pause_ms)
-    end
-    ctx:complete("crawled")
-  end,
 })
 clm.tool_register("burst", {
   description = "Reports progress in bursts",
@@ -508,7 +481,7 @@ clm.tool_register("peek", {
 
 fn tally_fixture() -> Fixture {
     Fixture::new(&[
-        ("tally.lua", TALLY),
+        ("tally.lua", &format!("{TALLY}{TALLY_MORE}")),
         ("tally.lua.toml", TALLY_MANIFEST),
         ("web.lua", WEB_QUIET),
     ])
