@@ -30,6 +30,7 @@ pub mod files;
 pub mod grants;
 mod guest;
 pub mod http;
+mod info;
 pub mod inspect;
 pub mod integrity;
 pub mod limits;

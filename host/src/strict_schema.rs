@@ -19,7 +19,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::runtime::ListedTool;
+use crate::info::ListedTool;
 use crate::schema::parameters;
 
 /// Keywords kept as they are (their values hold no subschema).

@@ -27,7 +27,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -45,41 +44,14 @@ use crate::validation::SchemaValidator;
 use crate::wording::{file_name, json_kind};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use crate::info::{ListedTool, ToolInfo};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use plugin::PluginUpdate;
-pub use session::{ListedTool, Scope, Session};
+pub use session::{Scope, Session};
 
 use loader::Loader;
 use plugin::{Plugin, PluginDirs, ToolEntry};
 use registry::{Names, Naming};
-
-/// A tool as a plugin registered it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolInfo {
-    /// The name the plugin registered it under. The first tool registered under a name
-    /// answers to it; every tool answers to its `path`.
-    pub name: String,
-    /// `PLUGIN-ID/NAME`: unique across all loaded plugins.
-    pub path: String,
-    /// What the model reads about the tool.
-    pub description: String,
-    /// The JSON Schema of the arguments, if the plugin gave one.
-    pub params_schema: Option<serde_json::Value>,
-    /// The tool's own deadline, if it set one.
-    pub timeout: Option<Duration>,
-    /// Whether the tool skips the permission prompt.
-    pub no_prompt: bool,
-    /// Whether the tool is hidden from the model.
-    pub hidden: bool,
-    /// A short human-readable name for user interfaces (MCP's `title`), if the plugin
-    /// gave one.
-    pub title: Option<String>,
-    /// The JSON Schema of its output (an object schema), if it gives structured
-    /// results: its output is then the JSON text of a value the schema accepts.
-    pub output_schema: Option<serde_json::Value>,
-    /// The id of the plugin that registered it.
-    pub plugin: String,
-}
 
 /// A loaded plugin.
 #[derive(Debug, Clone, PartialEq)]

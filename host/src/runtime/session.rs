@@ -10,7 +10,7 @@ use crate::grants::Grants;
 use crate::names::{GlobError, ToolGlob};
 
 use super::registry::Listing;
-use super::{Call, CallOptions, InvokeError, Runtime, ToolInfo};
+use super::{Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
 
 /// Which tools a session sees: a start (every tool, or none), then globs over names and
 /// paths that add tools to it or remove them, in order; the last glob that matches a
@@ -131,27 +131,6 @@ impl Scope {
             })
             .collect()
     }
-}
-
-/// A tool as one model sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ListedTool {
-    /// The name the model sees and calls: an alias, the tool's own name, or the wire
-    /// name of its path ([`crate::names::wire_name`]).
-    pub name: String,
-    /// What the model reads: the session's override, else `[tools.NAME] description`,
-    /// else the plugin's.
-    pub description: String,
-    /// The tool as its plugin registered it.
-    pub tool: ToolInfo,
-    /// Whether the tool changes nothing: it is `no_prompt` (its author says it has no
-    /// side effects worth confirming), or its plugin may not write files.
-    pub read_only: bool,
-    /// Whether its plugin may make HTTP requests (reach the world beyond the host).
-    pub open_world: bool,
-    /// Whether its output reaches the model inside the session's envelope (its plugin
-    /// is not trusted and the runtime envelopes untrusted output).
-    pub enveloped: bool,
 }
 
 /// One conversation's view of a runtime: the tools in its scope under the names the
