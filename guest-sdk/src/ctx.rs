@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use crate::Error;
 use crate::bindings::{HttpRequest, OpOutcome, host};
 use crate::executor::{self, CallId, JoinSlot, Operation, SharedSlot, TaskId};
-use crate::runtime;
+use crate::protocol;
 
 /// The context of one tool invocation. Cheap to clone: move clones into spawned tasks.
 #[derive(Clone)]
@@ -116,7 +116,7 @@ impl Ctx {
 
     /// The plugin's id.
     pub fn plugin(&self) -> String {
-        runtime::plugin_name()
+        protocol::plugin_name()
     }
 
     /// Performs an HTTP request. Fails when the host refuses it (the plugin's policy,
@@ -204,7 +204,7 @@ impl Ctx {
     /// The user's configuration for this plugin: `[tools.ID]` of the config file (the
     /// plugin's id), else `[tools.TOOL]` (this tool's name); `None` when neither exists.
     pub fn config<T: DeserializeOwned>(&self) -> Result<Option<T>, Error> {
-        let text = host::config(&runtime::plugin_name()).or_else(|| host::config(&self.tool));
+        let text = host::config(&protocol::plugin_name()).or_else(|| host::config(&self.tool));
         match text {
             None => Ok(None),
             Some(text) => serde_json::from_str(&text)
@@ -229,7 +229,7 @@ impl Ctx {
 
     /// Appends a line to the debug log (nothing when the user did not enable it).
     pub fn log(&self, message: &str) {
-        if runtime::debug_log_enabled() {
+        if protocol::debug_log_enabled() {
             host::log(message);
         }
     }

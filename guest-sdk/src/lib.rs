@@ -32,7 +32,7 @@
 //! ([`Ctx::http_get`], [`Ctx::http`]), sleep ([`Ctx::sleep`]), spawn child tasks and
 //! join them ([`Ctx::spawn`], [`JoinHandle`]), read and write files inside the granted
 //! root, and read their configuration. Underneath, toolcell's step protocol drives a
-//! small single-threaded executor ([`runtime`]): every host operation is a future that
+//! small single-threaded executor ([`protocol`]): every host operation is a future that
 //! is woken when the host delivers its outcome, so a plugin never sees an operation id.
 //!
 //! [`bindings`] stays available for plugins that want to speak the protocol directly.
@@ -40,7 +40,7 @@
 mod ctx;
 mod error;
 mod executor;
-pub mod runtime;
+pub mod protocol;
 mod tool;
 
 pub use ctx::{Ctx, JoinHandle, Request, Response};
@@ -80,7 +80,7 @@ macro_rules! export {
                 ::std::vec::Vec<$crate::bindings::ToolSpec>,
                 $crate::bindings::LoadError,
             > {
-                $crate::runtime::load(request, $plugin)
+                $crate::protocol::load(request, $plugin)
             }
 
             fn start(
@@ -89,7 +89,7 @@ macro_rules! export {
                 args_json: ::std::string::String,
                 deadline: u64,
             ) -> $crate::bindings::CallState {
-                $crate::runtime::start(call, tool, args_json, deadline)
+                $crate::protocol::start(call, tool, args_json, deadline)
             }
 
             fn resume(
@@ -97,11 +97,11 @@ macro_rules! export {
                 op: u64,
                 outcome: $crate::bindings::OpOutcome,
             ) -> $crate::bindings::CallState {
-                $crate::runtime::resume(call, op, outcome)
+                $crate::protocol::resume(call, op, outcome)
             }
 
             fn cancel(call: u64, reason: ::std::string::String) {
-                $crate::runtime::cancel(call, &reason)
+                $crate::protocol::cancel(call, &reason)
             }
         }
 
@@ -117,6 +117,6 @@ macro_rules! manifest {
         #[cfg(target_arch = "wasm32")]
         #[unsafe(link_section = "toolcell-manifest")]
         #[used]
-        static TOOLCELL_MANIFEST: [u8; $text.len()] = $crate::runtime::manifest_bytes($text);
+        static TOOLCELL_MANIFEST: [u8; $text.len()] = $crate::protocol::manifest_bytes($text);
     };
 }

@@ -11,7 +11,7 @@ use crate::bindings::toolcell::plugin::types::ToolSpec;
 use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
 use crate::scheduler::{self, CallId, Ending, Strand};
-use crate::{json, ops, sandbox, tasks, watchdog};
+use crate::{environment, json, tasks, waiting, watchdog};
 
 /// The runtime's Lua code (see prelude.lua).
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -45,18 +45,18 @@ impl Registry {
 
 /// Installs every global of the plugin API. Nothing here depends on which plugin will
 /// run: that is told later by [`configure`], so this state can be prepared once and
-/// snapshotted (see `runtime::prepare`).
+/// snapshotted (see `protocol::prepare`).
 pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
-    json::install(lua, crate::runtime::memory_limit)?;
+    json::install(lua, crate::protocol::memory_limit)?;
     install_clm(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
-    rt.raw_set("caught", lua.create_function(sandbox::caught)?)?;
+    rt.raw_set("caught", lua.create_function(environment::caught)?)?;
     rt.raw_set(
         "aborting",
         lua.create_function(|_, ()| Ok(watchdog::tripped()))?,
     )?;
-    ops::install(lua, &rt)?;
+    waiting::install(lua, &rt)?;
     tasks::install(lua, &rt)?;
     let task_methods: Table = lua.load(PRELUDE).set_name(errors::RUNTIME_CHUNK).call(rt)?;
     lua.set_named_registry_value(tasks::METHODS_KEY, task_methods)?;
@@ -437,7 +437,7 @@ impl UserData for Ctx {
             ctx.end(lua, "ctx:complete", Ending::Completed(result))
         });
         methods.add_method("complete_json", |lua, ctx, value: Value| {
-            let limit = crate::runtime::memory_limit(lua);
+            let limit = crate::protocol::memory_limit(lua);
             let text = json::encode(lua, &value, limit)
                 .map_err(|error| api_error(lua, format!("ctx:complete_json: {error}")))?;
             watchdog::charge_bytes(text.len())?;
@@ -486,7 +486,7 @@ impl UserData for Ctx {
         });
         methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
-            if crate::runtime::debug_log_enabled(lua) {
+            if crate::protocol::debug_log_enabled(lua) {
                 let message = Copies::new(lua).display(&message)?;
                 watchdog::charge_host_call(message.len())?;
                 host::log(&message);

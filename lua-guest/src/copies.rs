@@ -29,7 +29,7 @@ fn not_enough_memory() -> mlua::Error {
 /// Bytes the plugin may still use: its limit, less what Lua holds and what is kept.
 /// Unlimited while no plugin is loaded (the runtime preparing itself).
 fn available(lua: &Lua) -> usize {
-    match crate::runtime::memory_limit(lua) {
+    match crate::protocol::memory_limit(lua) {
         0 => usize::MAX,
         limit => limit
             .saturating_sub(KEPT.get())
@@ -51,7 +51,7 @@ fn fits(lua: &Lua, bytes: usize) -> bool {
 /// Keeps `bytes` of Rust memory for the plugin's life: fails unless they fit, then
 /// lowers Lua's limit by them.
 pub fn keep(lua: &Lua, bytes: usize) -> mlua::Result<()> {
-    let limit = crate::runtime::memory_limit(lua);
+    let limit = crate::protocol::memory_limit(lua);
     if limit == 0 {
         return Ok(());
     }

@@ -48,7 +48,7 @@ return json
 
 /// Installs the global `json` table (encode, decode, null). `max_encode_bytes` gives
 /// the most text json.encode may produce; it is asked at each call, because the runtime
-/// installs the table before it knows the plugin's memory limit (see `runtime::prepare`).
+/// installs the table before it knows the plugin's memory limit (see `protocol::prepare`).
 ///
 /// Plugins use this table as documented in clm-tool(5); it must be installed before any
 /// plugin code runs, since the glue captures the pristine `error` function.

@@ -14,16 +14,16 @@
 mod allocator;
 mod api;
 mod copies;
+mod environment;
 mod errors;
 pub mod json;
 #[cfg(target_arch = "wasm32")]
 mod math;
-mod ops;
-mod runtime;
-mod sandbox;
+mod protocol;
 mod scheduler;
 mod small_blocks;
 mod tasks;
+mod waiting;
 mod watchdog;
 
 #[allow(clippy::all, missing_docs)]
@@ -43,30 +43,30 @@ struct LuaGuest;
 #[cfg(target_arch = "wasm32")]
 impl bindings::Guest for LuaGuest {
     fn prepare() -> Result<(), String> {
-        runtime::prepare()
+        protocol::prepare()
     }
 
     fn lua_memory() -> u64 {
-        runtime::lua_memory()
+        protocol::lua_memory()
     }
 }
 
 #[cfg(target_arch = "wasm32")]
 impl Guest for LuaGuest {
     fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
-        runtime::load(request)
+        protocol::load(request)
     }
 
     fn start(call: CallId, tool: String, args_json: String, deadline: u64) -> CallState {
-        runtime::start(call, &tool, args_json, deadline)
+        protocol::start(call, &tool, args_json, deadline)
     }
 
     fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
-        runtime::resume(call, op, outcome)
+        protocol::resume(call, op, outcome)
     }
 
     fn cancel(call: CallId, reason: String) {
-        runtime::cancel(call, &reason)
+        protocol::cancel(call, &reason)
     }
 }
 

@@ -384,7 +384,7 @@ fn outcome_values(lua: &Lua, outcome: OpOutcome) -> mlua::Result<MultiValue> {
             Value::Nil,
             Value::String(lua.create_string(message)?),
         ])),
-        OpOutcome::HttpResponse(response) => match crate::ops::response_table(lua, response) {
+        OpOutcome::HttpResponse(response) => match crate::waiting::response_table(lua, response) {
             Ok(table) => Ok(MultiValue::from_iter([Value::Table(table)])),
             Err(error) if errors::is_out_of_memory(&error) => {
                 let message = "the response does not fit in the plugin's memory";
@@ -427,7 +427,7 @@ fn end_call(id: CallId, state: CallState) -> CallState {
 /// the main coroutine, the tool's).
 pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
     if errors::is_out_of_memory(error) {
-        let limit = crate::runtime::memory_limit(lua);
+        let limit = crate::protocol::memory_limit(lua);
         return format!(
             "out of memory: the plugin reached its memory limit of {}",
             toolcell_limits::format_bytes(limit as u64)

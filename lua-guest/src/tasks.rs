@@ -439,7 +439,7 @@ fn main_and_tasks(lua: &Lua, what: &str, tasks: &Value) -> mlua::Result<(CallId,
 /// Returns `true, values...` when over, `false` when the caller must yield.
 fn begin_wait(lua: &Lua, what: &str, id: CallId, wait: MainWait) -> mlua::Result<MultiValue> {
     // Checked before borrowing the scheduler; only needed if the wait does not end at once.
-    let yieldable = crate::ops::is_yieldable(lua);
+    let yieldable = crate::waiting::is_yieldable(lua);
     scheduler::with(|scheduler| {
         let call = scheduler
             .calls
@@ -449,7 +449,7 @@ fn begin_wait(lua: &Lua, what: &str, id: CallId, wait: MainWait) -> mlua::Result
             Some(values) => Ok(std::iter::once(Value::Boolean(true))
                 .chain(values)
                 .collect()),
-            None if !yieldable => Err(api_error(lua, crate::ops::not_yieldable(what))),
+            None if !yieldable => Err(api_error(lua, crate::waiting::not_yieldable(what))),
             None => {
                 call.main_wait = Some(wait);
                 Ok(MultiValue::from_iter([Value::Boolean(false)]))
@@ -475,7 +475,7 @@ fn wait_any(lua: &Lua, (tasks, timeout): (Value, Option<Value>)) -> mlua::Result
     }
     let timeout = match timeout {
         None | Some(Value::Nil) => None,
-        Some(value) => Some(crate::ops::milliseconds(lua, "clm.wait_any", &value)?),
+        Some(value) => Some(crate::waiting::milliseconds(lua, "clm.wait_any", &value)?),
     };
     let values = begin_wait(
         lua,

@@ -36,7 +36,7 @@ const BYTES_PER_INSTRUCTION: usize = 64;
 
 /// The deadline a watchdog has before anything arms it: while the runtime prepares
 /// itself no plugin runs and the host's imports may not be called (see
-/// `runtime::prepare`); the host's fuel and hard deadline still stop a runaway.
+/// `protocol::prepare`); the host's fuel and hard deadline still stop a runaway.
 const UNARMED: u64 = 0;
 
 /// The error value the count hook raises.

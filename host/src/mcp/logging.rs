@@ -39,7 +39,7 @@ pub const BURST: f64 = 200.0;
 /// The longest line sent; the rest is cut.
 pub const MESSAGE_BYTES: usize = 16 * 1024;
 
-/// What `warn` puts before its text (lua-guest/src/sandbox.rs).
+/// What `warn` puts before its text (lua-guest/src/environment.rs).
 const WARNING_PREFIX: &str = "warning: ";
 
 /// Routes what plugins log to the calls whose clients listen.

@@ -10,10 +10,10 @@ use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
 use crate::bindings::toolcell::plugin::types::{CallState, LoadError, OpOutcome, ToolSpec};
 use crate::errors::type_name;
 use crate::scheduler::{self, Call, CallId, OpId};
-use crate::{errors, json, sandbox, watchdog};
+use crate::{environment, errors, json, watchdog};
 
 /// The plugin's Lua state.
-struct Runtime {
+struct State {
     lua: Lua,
     /// Whether a plugin has been loaded into the state (it serves one plugin, once).
     loaded: bool,
@@ -28,7 +28,7 @@ thread_local! {
     /// read-only data on a page of the memory image, which every plugin instance then
     /// copied on its first borrow of it.
     #[allow(clippy::missing_const_for_thread_local)]
-    static RUNTIME: RefCell<Option<Runtime>> = RefCell::new(None);
+    static STATE: RefCell<Option<State>> = RefCell::new(None);
 }
 
 /// Facts about the plugin that never change after load.
@@ -56,7 +56,7 @@ pub fn memory_limit(lua: &Lua) -> usize {
 /// state already in its memory image instead of building it again; an instance that
 /// was not prepared prepares itself in `load`.
 pub fn prepare() -> Result<(), String> {
-    if RUNTIME.with_borrow(Option::is_some) {
+    if STATE.with_borrow(Option::is_some) {
         return Ok(());
     }
     let lua = prepared_state().map_err(|error| {
@@ -65,12 +65,12 @@ pub fn prepare() -> Result<(), String> {
             errors::message(&error)
         )
     })?;
-    RUNTIME.set(Some(Runtime { lua, loaded: false }));
+    STATE.set(Some(State { lua, loaded: false }));
     Ok(())
 }
 
 fn prepared_state() -> mlua::Result<Lua> {
-    let (lua, yield_fn) = sandbox::new_state()?;
+    let (lua, yield_fn) = environment::new_state()?;
     api::install(&lua, yield_fn)?;
     set_gc_pause(&lua, LOAD_GC_PAUSE);
     // Finish the collector's cycle now: with the long pause a plugin's load then
@@ -105,10 +105,10 @@ fn set_gc_pause(lua: &Lua, pause: i32) {
 /// not reached yet included: with the pause of [`CALL_GC_PAUSE`], at most about twice
 /// what is live.
 pub fn lua_memory() -> u64 {
-    RUNTIME.with_borrow(|runtime| {
-        runtime
+    STATE.with_borrow(|state| {
+        state
             .as_ref()
-            .map_or(0, |runtime| runtime.lua.used_memory() as u64)
+            .map_or(0, |state| state.lua.used_memory() as u64)
     })
 }
 
@@ -117,11 +117,11 @@ pub fn lua_memory() -> u64 {
 pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
     prepare().map_err(LoadError::Failed)?;
     // The borrow ends before any plugin code runs.
-    let lua = RUNTIME
-        .with_borrow_mut(|runtime| match runtime {
-            Some(runtime) if !runtime.loaded => {
-                runtime.loaded = true;
-                Some(runtime.lua.clone())
+    let lua = STATE
+        .with_borrow_mut(|state| match state {
+            Some(state) if !state.loaded => {
+                state.loaded = true;
+                Some(state.lua.clone())
             }
             _ => None,
         })
@@ -199,17 +199,17 @@ fn seed_random(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// Runs `f` with the loaded plugin, or reports that nothing is loaded.
-fn with_runtime(f: impl FnOnce(&Runtime) -> CallState) -> CallState {
-    RUNTIME.with_borrow(|runtime| match runtime {
-        Some(runtime) if runtime.loaded => f(runtime),
+fn with_loaded(f: impl FnOnce(&State) -> CallState) -> CallState {
+    STATE.with_borrow(|state| match state {
+        Some(state) if state.loaded => f(state),
         _ => CallState::Failed("the plugin is not loaded".to_string()),
     })
 }
 
 /// Starts invocation `call` of `tool` and runs it until it ends or waits.
 pub fn start(call: CallId, tool: &str, args_json: String, deadline: u64) -> CallState {
-    with_runtime(|runtime| {
-        let lua = &runtime.lua;
+    with_loaded(|loaded| {
+        let lua = &loaded.lua;
         watchdog::arm(deadline);
         let state = match begin_call(lua, call, tool, args_json, deadline) {
             Ok(()) => scheduler::run(lua, call),
@@ -262,8 +262,8 @@ fn begin_call(
 /// Delivers an operation's outcome to invocation `call` and runs it until it ends or
 /// waits again.
 pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
-    with_runtime(|runtime| {
-        let lua = &runtime.lua;
+    with_loaded(|loaded| {
+        let lua = &loaded.lua;
         let deadline =
             scheduler::with(|scheduler| Ok(scheduler.calls.get(&call).map(|call| call.deadline)));
         let Ok(Some(deadline)) = deadline else {
