@@ -3,8 +3,15 @@
 //! ```toml
 //! [tools.weather]            # becomes clm.config in the plugin whose id (for a .lua
 //! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
+//! max_concurrent = 2         # toolcell's, not the plugin's: calls of tool `weather` at once
+//!
+//! [permissions]              # which calls run, ask first, or are refused (see `policy`)
+//! default = "ask"
+//! allow = ["hello", "units/*", "$readonly"]
+//! deny = ["danger*"]
 //!
 //! [limits]                   # every plugin (all keys optional)
+//! max_concurrent = 0         # calls of the whole runtime at once (0: no cap)
 //! memory_mib = 8
 //! call_timeout_ms = 30000
 //! load_timeout_ms = 500
@@ -26,7 +33,9 @@
 //! keys = ["BASE64 public key"]
 //! unsigned = "allow"         # or "refuse"
 //!
-//! [plugins.weather.limits]   # one plugin (by id), over the global values
+//! [plugins.weather]          # one plugin (by id)
+//! max_concurrent = 4         # its calls at once
+//! [plugins.weather.limits]   # over the global values
 //! memory_mib = 16
 //! [plugins.weather.http]
 //! allow = ["api.weather.example"]
@@ -43,15 +52,24 @@ use serde::Deserialize;
 use crate::files::FileAccess;
 use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::policy::{CommandLineRules, PermissionsSection, Rules};
 use crate::signature::TrustPolicy;
+
+/// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
+/// the plugin's `clm.config`.
+const TOOL_MAX_CONCURRENT: &str = "max_concurrent";
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// `[tools.NAME]`: each plugin's `clm.config`.
+    /// `[tools.NAME]`: each plugin's `clm.config` (less `max_concurrent`, which is
+    /// toolcell's).
     #[serde(default)]
     pub tools: BTreeMap<String, toml::Table>,
+    /// `[permissions]`: the rules of the permission policy.
+    #[serde(default)]
+    pub permissions: PermissionsSection,
     /// `[limits]` for every plugin.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -104,6 +122,8 @@ pub struct LimitsSection {
     pub load_timeout_ms: Option<u64>,
     /// Fuel per call.
     pub fuel: Option<u64>,
+    /// In `[limits]` only: how many calls of the whole runtime run at once (0: no cap).
+    pub max_concurrent: Option<usize>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -127,6 +147,8 @@ pub struct HttpSection {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSection {
+    /// How many calls of this plugin run at once (0: no cap).
+    pub max_concurrent: Option<usize>,
     /// Limits for this plugin, over `[limits]`.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -196,18 +218,57 @@ impl Config {
                 .http
                 .policy(&[])
                 .map_err(|error| ConfigError(format!("[plugins.{name}.http] {error}")))?;
+            if plugin.limits.max_concurrent.is_some() {
+                return Err(ConfigError(format!(
+                    "[plugins.{name}.limits] max_concurrent: a plugin's cap goes in [plugins.{name}] max_concurrent"
+                )));
+            }
         }
+        Rules::new(&config.permissions, &CommandLineRules::default())
+            .map_err(|error| ConfigError(error.to_string()))?;
+        config.tool_caps()?;
         Ok(config)
     }
 
-    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it.
+    /// `[tools.NAME] max_concurrent` of every tool that sets it.
+    pub fn tool_caps(&self) -> Result<HashMap<String, usize>, ConfigError> {
+        let mut caps = HashMap::new();
+        for (name, table) in &self.tools {
+            let Some(value) = table.get(TOOL_MAX_CONCURRENT) else {
+                continue;
+            };
+            let cap = value
+                .as_integer()
+                .and_then(|cap| usize::try_from(cap).ok())
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "[tools.{name}] max_concurrent: expected a whole number of calls (0 or more), got {value}"
+                    ))
+                })?;
+            caps.insert(name.clone(), cap);
+        }
+        Ok(caps)
+    }
+
+    /// `[plugins.ID] max_concurrent` of every plugin that sets it.
+    pub fn plugin_caps(&self) -> HashMap<String, usize> {
+        self.plugins
+            .iter()
+            .filter_map(|(id, plugin)| Some((id.clone(), plugin.max_concurrent?)))
+            .collect()
+    }
+
+    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it: without
+    /// toolcell's own key, `max_concurrent`.
     pub fn tool_config_json(&self) -> HashMap<String, String> {
         self.tools
             .iter()
             .map(|(name, table)| {
+                let mut table = table.clone();
+                table.remove(TOOL_MAX_CONCURRENT);
                 (
                     name.clone(),
-                    toml_to_json(&toml::Value::Table(table.clone())).to_string(),
+                    toml_to_json(&toml::Value::Table(table)).to_string(),
                 )
             })
             .collect()

@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 
@@ -19,8 +20,14 @@ use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
 use crate::manifest::sidecar_path;
+use crate::policy::{
+    Approvals, Caps, Chain, CommandLineRules, DEFAULT_INTERCEPTOR_TIMEOUT, Interceptor,
+    Interceptors, PermissionHandler, Policy as CallPolicy, RegisteredResolver, Resolver, RuleError,
+    Rules, Verdict,
+};
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
+use crate::stats::Meters;
 use crate::trusted::{self, TrustedPaths};
 
 use super::Runtime;
@@ -50,6 +57,12 @@ pub enum BuildError {
     /// The engine could not be set up.
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(String),
+    /// A permission rule, preset or interceptor glob cannot be used.
+    #[error("{0}")]
+    Permissions(#[from] RuleError),
+    /// A `max_concurrent` of the configuration is not a number of calls.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Configures and loads a [`Runtime`].
@@ -64,6 +77,13 @@ pub struct RuntimeBuilder {
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
     cache: CodeCache,
+    resolvers: Vec<RegisteredResolver>,
+    on_permission: Option<Arc<dyn PermissionHandler>>,
+    permission_default: Verdict,
+    rules: CommandLineRules,
+    interceptors: Vec<Interceptor>,
+    interceptor_timeout: Duration,
+    max_concurrent: Option<usize>,
 }
 
 impl Default for RuntimeBuilder {
@@ -79,6 +99,13 @@ impl Default for RuntimeBuilder {
             trust: None,
             debug_log: DebugLog::path_from_env(),
             cache: CodeCache::from_env(),
+            resolvers: Vec::new(),
+            on_permission: None,
+            permission_default: Verdict::Ask,
+            rules: CommandLineRules::default(),
+            interceptors: Vec::new(),
+            interceptor_timeout: DEFAULT_INTERCEPTOR_TIMEOUT,
+            max_concurrent: None,
         }
     }
 }
@@ -168,6 +195,61 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Adds a permission resolver, asked before the user's rules unless `priority`
+    /// says otherwise (see [`crate::policy`]; [`EMBEDDER_PRIORITY`] is the usual
+    /// choice). Resolvers of one priority are asked in the order they were added.
+    ///
+    /// [`EMBEDDER_PRIORITY`]: crate::policy::EMBEDDER_PRIORITY
+    pub fn resolver(mut self, name: &str, priority: i32, resolver: impl Resolver) -> Self {
+        self.resolvers.push(RegisteredResolver {
+            name: name.to_string(),
+            priority,
+            resolver: Arc::new(resolver),
+        });
+        self
+    }
+
+    /// Who answers when the policy says `ask`, for calls made without a session of
+    /// their own. Without one, `ask` allows the call.
+    pub fn on_permission(mut self, handler: impl PermissionHandler) -> Self {
+        self.on_permission = Some(Arc::new(handler));
+        self
+    }
+
+    /// The decision when no resolver, rule, preset or `no_prompt` decides and the
+    /// configuration sets no `[permissions] default`. Default: `ask` (clm-tool(5):
+    /// a tool without `no_prompt` is confirmed first); the CLI uses `allow`.
+    pub fn permission_default(mut self, verdict: Verdict) -> Self {
+        self.permission_default = verdict;
+        self
+    }
+
+    /// Permission rules that come before the configuration file's (`--allow`,
+    /// `--ask`, `--deny`).
+    pub fn permission_rules(mut self, rules: CommandLineRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// Adds an interceptor (see [`Interceptor`]).
+    pub fn interceptor(mut self, interceptor: Interceptor) -> Self {
+        self.interceptors.push(interceptor);
+        self
+    }
+
+    /// How long an interceptor may take unless it says otherwise (default 10 s).
+    pub fn interceptor_timeout(mut self, timeout: Duration) -> Self {
+        self.interceptor_timeout = timeout;
+        self
+    }
+
+    /// How many calls of the whole runtime run at once (0: no cap), over the
+    /// configuration's `[limits] max_concurrent`.
+    pub fn max_concurrent(mut self, calls: usize) -> Self {
+        self.max_concurrent = Some(calls);
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
@@ -202,6 +284,24 @@ impl RuntimeBuilder {
         let engine = engine::shared().map_err(BuildError::Engine)?.clone();
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
+        let caps = Caps::new(
+            self.max_concurrent
+                .or(self.config.limits.max_concurrent)
+                .unwrap_or(0),
+            self.config
+                .tool_caps()
+                .map_err(|error| BuildError::Config(error.to_string()))?,
+            self.config.plugin_caps(),
+        );
+        let call_policy = CallPolicy {
+            chain: Chain::new(self.resolvers),
+            rules: Rules::new(&self.config.permissions, &self.rules)?,
+            default: self.permission_default,
+            interceptors: Interceptors::new(self.interceptors, self.interceptor_timeout)?,
+            caps,
+            meters: Meters::default(),
+            approvals: Arc::new(Approvals::new(self.on_permission)),
+        };
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
@@ -242,6 +342,8 @@ impl RuntimeBuilder {
             max_args_bytes,
             dirs,
             loader,
+            policy: Arc::new(call_policy),
+            gates: Vec::new(),
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

@@ -26,14 +26,17 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
-use crate::sandbox::PluginHandle;
+use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
+use crate::sandbox::{Ended, PluginHandle};
+use crate::stats::{PluginStats, Stats, ToolMeter};
 use crate::validation::ArgumentValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
@@ -127,6 +130,10 @@ pub struct Runtime {
     max_args_bytes: usize,
     dirs: PluginDirs,
     loader: Arc<Loader>,
+    /// Approval, interceptors, caps and meters.
+    policy: Arc<Policy>,
+    /// What the policy does with each tool's calls, parallel to `tools`.
+    gates: Vec<Arc<Gate>>,
 }
 
 impl Runtime {
@@ -143,6 +150,43 @@ impl Runtime {
     /// A tool by name.
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
         self.by_name.get(name).map(|&index| &self.tools[index])
+    }
+
+    /// The tools the permission policy does not deny outright, in load order (hidden
+    /// ones included): what `list` and MCP `tools/list` show. A denied tool is still
+    /// in [`Runtime::tools`], and a call of it fails as denied.
+    pub fn listed_tools(&self) -> impl Iterator<Item = &ToolInfo> {
+        self.tools
+            .iter()
+            .zip(&self.gates)
+            .filter(|(tool, gate)| self.policy.lists(gate, tool))
+            .map(|(tool, _)| tool)
+    }
+
+    /// What the runtime has counted: every tool's calls by outcome, their latency and
+    /// fuel, and every plugin's peak memory.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            tools: self.policy.meters.read(),
+            plugins: self
+                .plugins
+                .iter()
+                .filter_map(|plugin| {
+                    let (info, handle) = (plugin.info.as_ref()?, plugin.handle.as_ref()?);
+                    self.infos.contains(info).then(|| PluginStats {
+                        plugin: info.manifest.id.clone(),
+                        peak_memory: handle.peak_memory(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// The approvals of calls made with [`Runtime::call`]: the handler given to
+    /// [`RuntimeBuilder::on_permission`], and the tools allowed for the rest of the
+    /// runtime's life.
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.policy.approvals
     }
 
     /// Every loaded plugin, in load order.
@@ -250,6 +294,7 @@ impl Runtime {
         self.infos.clear();
         self.tools.clear();
         self.entries.clear();
+        self.gates.clear();
         self.by_name.clear();
         self.unavailable.clear();
         self.diagnostics.clear();
@@ -318,6 +363,8 @@ impl Runtime {
                 }
                 self.by_name
                     .insert(tool.info.name.clone(), self.tools.len());
+                self.gates
+                    .push(Arc::new(self.policy.gate(&tool.info, info)));
                 self.tools.push(tool.info.clone());
                 self.entries.push(tool.entry.clone());
             }
@@ -332,11 +379,26 @@ impl Runtime {
     /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
     /// dropping it cancels the call.
     ///
-    /// When the plugin is idle, the call's first step runs on this thread before `call`
-    /// returns (a trivial call is then already complete, and no other thread is woken);
-    /// plugin code that runs on past its first yield to the executor, a few
-    /// milliseconds, continues as a task of the runtime the plugin was loaded on.
+    /// The call then goes through the policy (docs/policy.md): approval, `before`
+    /// interceptors, concurrency caps, the plugin, `after` interceptors. A tool with
+    /// nothing of that to do goes straight to its plugin: when the plugin is idle, the
+    /// call's first step runs on this thread before `call` returns (a trivial call is
+    /// then already complete, and no other thread is woken); plugin code that runs on
+    /// past its first yield to the executor, a few milliseconds, continues as a task of
+    /// the runtime the plugin was loaded on. Otherwise the policy's work and the call
+    /// start when the `Call` is first polled.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
+        self.call_with(&self.policy.approvals, tool, args_json)
+    }
+
+    /// [`Runtime::call`] in the session of `approvals`: its handler answers `ask`, and
+    /// its "allow for the session" answers are remembered there.
+    pub fn call_with(
+        &self,
+        approvals: &Arc<Approvals>,
+        tool: &str,
+        args_json: &str,
+    ) -> Result<Call, InvokeError> {
         let index = *self
             .by_name
             .get(tool)
@@ -352,16 +414,65 @@ impl Runtime {
             })?;
         let info = &self.tools[index];
         let entry = &self.entries[index];
-        self.check_arguments(tool, args_json, entry.validator.as_deref())?;
+        let gate = &self.gates[index];
+        let validator = entry.validator.as_deref();
+        let arguments = match check_arguments(self.max_args_bytes, args_json, validator) {
+            Ok(arguments) => arguments,
+            Err(message) => {
+                gate.meter.invalid_arguments();
+                return Err(InvokeError::InvalidArguments {
+                    tool: tool.to_string(),
+                    message,
+                });
+            }
+        };
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        let outcome = entry
-            .handle
-            .start(id, tool, args_json.to_string(), info.timeout);
+        let span =
+            tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin);
+        if gate.is_open(approvals) {
+            let started = Instant::now();
+            let outcome = span.in_scope(|| {
+                entry
+                    .handle
+                    .start(id, tool, args_json.to_string(), info.timeout)
+            });
+            return Ok(Call {
+                id,
+                meter: gate.meter.clone(),
+                span,
+                state: CallState::Running {
+                    handle: entry.handle.clone(),
+                    outcome,
+                    started,
+                },
+            });
+        }
+        let cancel = Arc::new(Cancellation::default());
+        let validator = entry.validator.clone();
+        let max_args_bytes = self.max_args_bytes;
+        let gated = Gated {
+            id,
+            tool: info.clone(),
+            gate: gate.clone(),
+            policy: self.policy.clone(),
+            approvals: approvals.clone(),
+            handle: entry.handle.clone(),
+            args: args_json.to_string(),
+            arguments,
+            check: Box::new(move |arguments| {
+                let text = arguments.to_string();
+                check_arguments(max_args_bytes, &text, validator.as_deref()).map(|_| text)
+            }),
+            cancel: cancel.clone(),
+        };
         Ok(Call {
             id,
-            handle: entry.handle.clone(),
-            outcome,
-            finished: false,
+            meter: gate.meter.clone(),
+            state: CallState::Gated {
+                future: Box::pin(gated.run().instrument(span.clone())),
+                cancel,
+            },
+            span,
         })
     }
 
@@ -369,41 +480,33 @@ impl Runtime {
     pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
         Ok(self.call(tool, args_json)?.await)
     }
+}
 
-    fn check_arguments(
-        &self,
-        tool: &str,
-        args_json: &str,
-        validator: Option<&ArgumentValidator>,
-    ) -> Result<(), InvokeError> {
-        let invalid = |message: String| InvokeError::InvalidArguments {
-            tool: tool.to_string(),
-            message,
-        };
-        if args_json.len() > self.max_args_bytes {
-            return Err(invalid(format!(
-                "they are {} bytes; the limit is {}",
-                args_json.len(),
-                crate::limits::format_bytes(self.max_args_bytes as u64)
-            )));
-        }
-        let args = match serde_json::from_str::<serde_json::Value>(args_json) {
-            Ok(args @ serde_json::Value::Object(_)) => args,
-            Ok(other) => {
-                return Err(invalid(format!(
-                    "expected a JSON object, got {}",
-                    json_kind(&other)
-                )));
-            }
-            Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
-        };
-        match validator {
-            Some(validator) => validator
-                .check(&args)
-                .map_err(|problems| invalid(problems.to_string())),
-            None => Ok(()),
-        }
+/// Checks call arguments: a JSON object of at most `max_bytes` that satisfies the
+/// tool's schema. Returns them parsed, or what is wrong with them.
+fn check_arguments(
+    max_bytes: usize,
+    args_json: &str,
+    validator: Option<&ArgumentValidator>,
+) -> Result<serde_json::Value, String> {
+    if args_json.len() > max_bytes {
+        return Err(format!(
+            "they are {} bytes; the limit is {}",
+            args_json.len(),
+            crate::limits::format_bytes(max_bytes as u64)
+        ));
     }
+    let args = match serde_json::from_str::<serde_json::Value>(args_json) {
+        Ok(args @ serde_json::Value::Object(_)) => args,
+        Ok(other) => return Err(format!("expected a JSON object, got {}", json_kind(&other))),
+        Err(error) => return Err(format!("not valid JSON: {error}")),
+    };
+    if let Some(validator) = validator {
+        validator
+            .check(&args)
+            .map_err(|problems| problems.to_string())?;
+    }
+    Ok(args)
 }
 
 /// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
@@ -443,12 +546,30 @@ fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
 }
 
 /// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
-/// cancel the call, which aborts its pending HTTP requests and timers.
+/// cancel the call, which aborts its pending HTTP requests and timers (or takes it out
+/// of the queue of a concurrency cap, or stops waiting for an answer to `ask`).
 pub struct Call {
     id: u64,
-    handle: PluginHandle,
-    outcome: oneshot::Receiver<CallOutcome>,
-    finished: bool,
+    meter: Arc<ToolMeter>,
+    /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
+    span: tracing::Span,
+    state: CallState,
+}
+
+enum CallState {
+    /// Straight to the plugin, which has the call.
+    Running {
+        handle: PluginHandle,
+        outcome: oneshot::Receiver<Ended>,
+        started: Instant,
+    },
+    /// Through the policy.
+    Gated {
+        future: Pin<Box<dyn Future<Output = Finished> + Send>>,
+        cancel: Arc<Cancellation>,
+    },
+    /// The outcome was delivered.
+    Done,
 }
 
 impl Call {
@@ -459,9 +580,24 @@ impl Call {
 
     /// Cancels the call; it resolves to a failure that says `reason`.
     pub fn cancel(&self, reason: &str) {
-        if !self.finished {
-            self.handle.cancel(self.id, reason);
+        match &self.state {
+            CallState::Running { handle, .. } => handle.cancel(self.id, reason),
+            CallState::Gated { cancel, .. } => cancel.cancel(reason),
+            CallState::Done => {}
         }
+    }
+
+    /// Counts the call's end and logs it in its span.
+    fn record(&self, finished: &Finished) {
+        self.meter
+            .record(&finished.outcome, finished.ran, finished.fuel);
+        tracing::debug!(
+            parent: &self.span,
+            outcome = finished.outcome.label(),
+            ran_us = finished.ran.map(|ran| ran.as_micros() as u64),
+            fuel = finished.fuel,
+            "call ended"
+        );
     }
 }
 
@@ -469,23 +605,60 @@ impl Future for Call {
     type Output = CallOutcome;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
-        let outcome = match Pin::new(&mut self.outcome).poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(outcome)) => outcome,
-            Poll::Ready(Err(_)) => {
-                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
+        let finished = match &mut self.state {
+            CallState::Running {
+                handle,
+                outcome,
+                started,
+            } => {
+                let ended = match Pin::new(outcome).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(ended)) => ended,
+                    Poll::Ready(Err(_)) => Ended::before_running(CallOutcome::Stopped(format!(
+                        "plugin '{}' stopped",
+                        handle.name()
+                    ))),
+                };
+                Finished {
+                    outcome: ended.outcome,
+                    ran: Some(started.elapsed()),
+                    fuel: ended.fuel_used,
+                }
+            }
+            CallState::Gated { future, .. } => match future.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(finished) => finished,
+            },
+            CallState::Done => {
+                return Poll::Ready(CallOutcome::Stopped(
+                    "the call's outcome was already delivered".to_string(),
+                ));
             }
         };
-        self.finished = true;
-        Poll::Ready(outcome)
+        self.state = CallState::Done;
+        self.record(&finished);
+        Poll::Ready(finished.outcome)
     }
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if !self.finished {
-            self.handle.cancel(self.id, "the caller stopped waiting");
-        }
+        let ran = match &self.state {
+            CallState::Done => return,
+            CallState::Running {
+                handle, started, ..
+            } => {
+                handle.cancel(self.id, "the caller stopped waiting");
+                Some(started.elapsed())
+            }
+            // Dropping the future cancels the call in the plugin, if it got there.
+            CallState::Gated { .. } => None,
+        };
+        self.record(&Finished {
+            outcome: CallOutcome::Cancelled("cancelled: the caller stopped waiting".to_string()),
+            ran,
+            fuel: 0,
+        });
     }
 }
 

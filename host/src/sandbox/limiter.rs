@@ -3,7 +3,11 @@
 //! The guest's own allocator limit (8 MiB of Lua memory by default) is the first layer;
 //! this is the backstop for everything else in the instance (the runtime's Rust heap,
 //! buffers, a hostile component). A refused growth makes the guest's allocation fail,
-//! which traps it; the limiter remembers why so the crash message can say so.
+//! which traps it; the limiter remembers why so the crash message can say so. It also
+//! keeps the plugin's peak memory (across its instances) for the runtime's statistics.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use wasmtime::ResourceLimiter;
 
@@ -13,15 +17,22 @@ pub struct MemoryCap {
     max_memory: usize,
     max_table_elements: usize,
     refusals: u64,
+    /// The linear memory of this store's instance, all memories together.
+    in_use: u64,
+    /// The most linear memory any instance of the plugin has had.
+    peak: Arc<AtomicU64>,
 }
 
 impl MemoryCap {
-    /// A cap of `max_memory` bytes of linear memory per instance.
-    pub fn new(max_memory: u64) -> Self {
+    /// A cap of `max_memory` bytes of linear memory per instance; the plugin's peak
+    /// goes to `peak`.
+    pub fn new(max_memory: u64, peak: Arc<AtomicU64>) -> Self {
         MemoryCap {
             max_memory: usize::try_from(max_memory).unwrap_or(usize::MAX),
             max_table_elements: 100_000,
             refusals: 0,
+            in_use: 0,
+            peak,
         }
     }
 
@@ -39,12 +50,19 @@ impl MemoryCap {
 impl ResourceLimiter for MemoryCap {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.max_memory;
         self.refusals += u64::from(!allowed);
+        if allowed && maximum.is_none_or(|maximum| desired <= maximum) {
+            // Also called when a memory is created (from 0), so this sees it all.
+            self.in_use = self
+                .in_use
+                .saturating_add(desired.saturating_sub(current) as u64);
+            self.peak.fetch_max(self.in_use, Ordering::Relaxed);
+        }
         Ok(allowed)
     }
 

@@ -20,6 +20,25 @@ use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
 
+/// How a call ended, and the fuel it burnt (for the runtime's statistics).
+#[derive(Debug)]
+pub struct Ended {
+    /// The call's outcome.
+    pub outcome: CallOutcome,
+    /// The fuel its steps consumed.
+    pub fuel_used: u64,
+}
+
+impl Ended {
+    /// A call that ended before any of its code ran.
+    pub fn before_running(outcome: CallOutcome) -> Ended {
+        Ended {
+            outcome,
+            fuel_used: 0,
+        }
+    }
+}
+
 /// A call to start: what the caller asked for and where its outcome goes.
 pub struct CallRequest {
     /// The call's id, unique for the life of the runtime.
@@ -31,19 +50,30 @@ pub struct CallRequest {
     /// The tool's own deadline (none: the plugin's default).
     pub timeout: Option<Duration>,
     /// Receives the outcome.
-    pub reply: oneshot::Sender<CallOutcome>,
+    pub reply: oneshot::Sender<Ended>,
 }
 
 /// A call in flight, as the host sees it.
 struct HostCall {
     tool: String,
-    reply: oneshot::Sender<CallOutcome>,
+    reply: oneshot::Sender<Ended>,
     deadline: Instant,
     timeout: Duration,
     /// Set when the call runs under the plugin's default deadline and the policy
     /// granted less than its manifest asks for: the timeout message adds it.
     timeout_hint: Option<String>,
+    /// The fuel it has left.
     fuel: u64,
+    /// The fuel it started with.
+    budget: u64,
+}
+
+impl HostCall {
+    /// Answers the call with `outcome`.
+    fn answer(self, outcome: CallOutcome) {
+        let fuel_used = self.budget.saturating_sub(self.fuel);
+        let _ = self.reply.send(Ended { outcome, fuel_used });
+    }
 }
 
 /// One plugin's instance and calls.
@@ -116,19 +146,19 @@ impl Supervisor {
             reply,
         } = request;
         if let Some(reason) = &self.disabled {
-            let _ = reply.send(CallOutcome::Disabled(reason.clone()));
+            let _ = reply.send(Ended::before_running(CallOutcome::Disabled(reason.clone())));
             return;
         }
         if self.instance.is_none()
             && let Err(failure) = self.restart().await
         {
             let name = &self.context.name;
-            let _ = reply.send(CallOutcome::Crashed {
+            let _ = reply.send(Ended::before_running(CallOutcome::Crashed {
                 message: format!("plugin '{name}' {failure}"),
                 cause: CrashCause::Restart,
                 fate: self.fate_after_failed_restart(),
                 during_another_call: false,
-            });
+            }));
             return;
         }
         let Some(instance) = self.instance.as_mut() else {
@@ -142,7 +172,8 @@ impl Supervisor {
             ),
         };
         let deadline = Instant::now() + timeout;
-        let mut fuel = self.context.grants.limits.fuel;
+        let budget = self.context.grants.limits.fuel;
+        let mut fuel = budget;
         let state = instance
             .start(call, &tool, &args, deadline, &mut fuel)
             .await;
@@ -153,6 +184,7 @@ impl Supervisor {
             timeout,
             timeout_hint,
             fuel,
+            budget,
         };
         self.settle(call, host_call, state).await;
     }
@@ -205,7 +237,7 @@ impl Supervisor {
         if let Some(instance) = self.instance.as_mut() {
             instance.end_call(call);
         }
-        let _ = host_call.reply.send(outcome);
+        host_call.answer(outcome);
     }
 
     /// How a call ended whose step the guest stopped: cancelled, when the caller
@@ -282,9 +314,7 @@ impl Supervisor {
         };
         let reason = outcome.failure().unwrap_or_default();
         match instance.cancel(call, reason).await {
-            Ok(()) => {
-                let _ = host_call.reply.send(outcome);
-            }
+            Ok(()) => host_call.answer(outcome),
             Err(crash) => self.crashed(crash, Some(host_call)).await,
         }
     }
@@ -292,9 +322,7 @@ impl Supervisor {
     /// Fails every call in flight: nobody can call the plugin any more.
     pub fn shut_down(&mut self) {
         for (_, call) in self.calls.drain() {
-            let _ = call
-                .reply
-                .send(CallOutcome::Stopped("the runtime shut down".to_string()));
+            call.answer(CallOutcome::Stopped("the runtime shut down".to_string()));
         }
     }
 
@@ -335,12 +363,12 @@ impl Supervisor {
         };
         if let Some(call) = running {
             let message = format!("plugin '{name}' crashed: {reason}; {what_became}");
-            let _ = call.reply.send(outcome(message, false));
+            call.answer(outcome(message, false));
         }
         for call in waiting {
             let message =
                 format!("plugin '{name}' crashed during another call: {reason}; {what_became}");
-            let _ = call.reply.send(outcome(message, true));
+            call.answer(outcome(message, true));
         }
     }
 
