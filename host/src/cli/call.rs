@@ -1,10 +1,13 @@
 //! `toolcell call`: invoke one tool and print its result.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
-use super::{PluginArgs, usage_error};
+use super::{PluginArgs, prompt, usage_error};
+use crate::policy::{Answer, Approvals};
 
 #[derive(Args)]
 pub(super) struct CallArgs {
@@ -15,15 +18,31 @@ pub(super) struct CallArgs {
     /// The arguments, a JSON object.
     #[arg(default_value = "{}")]
     args: String,
+    /// Answer every permission question (a tool the policy says to `ask` about) with
+    /// "allow", instead of asking on the terminal
+    #[arg(long, short = 'y')]
+    yes: bool,
 }
 
-/// Prints the result and exits 0, or prints "[tool failed: MESSAGE]" and exits 1.
+/// Prints the result and exits 0, or prints "[tool failed: MESSAGE]" and exits 1 (a
+/// call the permission policy denies included). A tool the policy says to `ask` about
+/// is asked about on the terminal (stderr, and an answer from stdin); without one it
+/// is denied, unless `--yes`.
 pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode {
     let tools = match args.plugins.load(runtime) {
         Ok(tools) => tools,
         Err(message) => return usage_error(&message),
     };
-    let call = match tools.call(&args.tool, &args.args) {
+    let approvals = if args.yes {
+        Approvals::new(Some(Arc::new(|_| async { Answer::AllowOnce })))
+    } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        Approvals::new(Some(Arc::new(prompt::on_terminal)))
+    } else {
+        Approvals::refusing(
+            "it needs approval and there is no terminal to ask on (pass --yes to allow it)",
+        )
+    };
+    let call = match tools.call_with(&Arc::new(approvals), &args.tool, &args.args) {
         Ok(call) => call,
         Err(error) => return usage_error(&error.to_string()),
     };

@@ -39,16 +39,18 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode
         Ok(tools) => tools,
         Err(message) => return usage_error(&message),
     };
+    // Tools the permission policy denies are not listed, in any format.
+    let listed: Vec<ToolInfo> = tools.listed_tools().cloned().collect();
     let format = match (args.json, args.format) {
         (true, _) | (false, ListFormat::Openai) => Format::OpenAi,
         (false, ListFormat::Anthropic) => Format::Anthropic,
         (false, ListFormat::Mcp) => Format::Mcp,
         (false, ListFormat::Table) => {
-            print!("{}", table(tools.tools()));
+            print!("{}", table(&listed));
             return ExitCode::SUCCESS;
         }
     };
-    match serde_json::to_string_pretty(&schema::definitions(tools.tools(), format)) {
+    match serde_json::to_string_pretty(&schema::definitions(&listed, format)) {
         Ok(text) => println!("{text}"),
         Err(error) => return usage_error(&format!("cannot encode the tool list: {error}")),
     }

@@ -132,15 +132,20 @@ where
 /// the session. Calls of the embedding API without a session of their own share the
 /// runtime's.
 pub struct Approvals {
-    handler: Option<Arc<dyn PermissionHandler>>,
+    asker: Asker,
     /// Tools (by path) answered "allow for the session".
     allowed: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Approvals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let asker = match &self.asker {
+            Asker::Nobody => "nobody (ask allows)",
+            Asker::Handler(_) => "a handler",
+            Asker::Refuse(_) => "nobody (ask denies)",
+        };
         f.debug_struct("Approvals")
-            .field("handler", &self.handler.is_some())
+            .field("asker", &asker)
             .field("allowed", &self.allowed)
             .finish()
     }
@@ -151,15 +156,28 @@ impl Approvals {
     /// call (clm-tool(5): the prompt is the agent's, and an agent without one runs
     /// every tool).
     pub fn new(handler: Option<Arc<dyn PermissionHandler>>) -> Approvals {
+        let asker = match handler {
+            Some(handler) => Asker::Handler(handler),
+            None => Asker::Nobody,
+        };
         Approvals {
-            handler,
+            asker,
             allowed: Mutex::new(HashSet::new()),
         }
     }
 
-    /// Whether anybody answers `ask` (otherwise `ask` allows).
-    pub fn has_handler(&self) -> bool {
-        self.handler.is_some()
+    /// A session where nobody can be asked: `ask` denies the call for `reason` (the
+    /// model reads `tool 'X' was denied: REASON`).
+    pub fn refusing(reason: &str) -> Approvals {
+        Approvals {
+            asker: Asker::Refuse(reason.to_string()),
+            allowed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether `ask` needs more than allowing the call: a handler to ask, or a refusal.
+    pub fn handles_ask(&self) -> bool {
+        !matches!(self.asker, Asker::Nobody)
     }
 
     /// Whether the tool at `path` was allowed for the rest of this session.
@@ -173,8 +191,10 @@ impl Approvals {
         if self.allowed_for_session(path) {
             return Decision::Allow;
         }
-        let Some(handler) = &self.handler else {
-            return Decision::Allow;
+        let handler = match &self.asker {
+            Asker::Nobody => return Decision::Allow,
+            Asker::Refuse(reason) => return Decision::Deny(reason.clone()),
+            Asker::Handler(handler) => handler,
         };
         match handler.ask(prompt).await {
             Answer::AllowOnce => Decision::Allow,
@@ -192,6 +212,16 @@ impl Approvals {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
         self.allowed.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Who answers `ask` in a session.
+enum Asker {
+    /// Nobody: `ask` allows.
+    Nobody,
+    /// A handler.
+    Handler(Arc<dyn PermissionHandler>),
+    /// Nobody can be asked, and `ask` denies for this reason.
+    Refuse(String),
 }
 
 /// An embedder's resolver in the chain.

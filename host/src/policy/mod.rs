@@ -136,7 +136,7 @@ impl Policy {
 impl Gate {
     /// Whether a call of the session of `approvals` goes straight to the plugin.
     pub fn is_open(&self, approvals: &Approvals) -> bool {
-        self.open || (self.open_unless_asked && !approvals.has_handler())
+        self.open || (self.open_unless_asked && !approvals.handles_ask())
     }
 }
 
