@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{PluginArgs, usage_error};
-use crate::mcp::{self, HttpServer, Lifecycle, ServeOptions, Shared};
+use crate::mcp::{self, AskFallback, HttpServer, Lifecycle, ServeOptions, Shared};
 use crate::{Runtime, RuntimeBuilder, reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
@@ -35,6 +35,14 @@ pub(super) struct ServeArgs {
     /// to finish before they are cancelled and the server exits.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS, requires = "http")]
     shutdown_grace: u64,
+    /// What a call the permission policy says to `ask` about does when the client
+    /// cannot ask its user (it does not support elicitation): allow or deny
+    #[arg(long, value_enum, value_name = "ALLOW|DENY", default_value_t = AskFallback::Deny)]
+    ask_fallback: AskFallback,
+    /// Also serve the runtime's metrics in Prometheus' text format at
+    /// http://ADDR/metrics (a loopback address unless --allow-remote)
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
     /// Benchmarks only: also serve the tool "toolcell-floor", which answers without
     /// entering a sandbox.
     #[arg(long, hide = true)]
@@ -52,6 +60,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             "--http {addr} is not a loopback address; anyone who can reach it could run the tools (pass --allow-remote to serve there anyway)"
         ));
     }
+    if let Some(addr) = args.metrics
+        && !addr.ip().is_loopback()
+        && !args.allow_remote
+    {
+        return usage_error(&format!(
+            "--metrics {addr} is not a loopback address; anyone who can reach it could read which tools run and how (pass --allow-remote to serve there anyway)"
+        ));
+    }
     let builder = match args.plugins.builder(&[]) {
         Ok(builder) => builder,
         Err(message) => return usage_error(&message),
@@ -59,16 +75,24 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     let options = ServeOptions {
         watch: args.watch,
         floor_tool: args.bench_floor_tool,
+        ask_fallback: args.ask_fallback,
     };
     let result = runtime.block_on(async {
+        let metrics = match args.metrics {
+            Some(addr) => Some(Metrics::bind(addr).await?),
+            None => None,
+        };
         match args.http {
             Some(addr) => {
                 let grace = Duration::from_secs(args.shutdown_grace);
-                serve_http(builder, options, addr, args.allow_remote, grace).await
+                serve_http(builder, options, addr, args.allow_remote, grace, metrics).await
             }
             None => {
                 let tools = builder.build().await.map_err(|error| error.to_string())?;
                 let tools = Arc::new(RwLock::new(tools));
+                if let Some(metrics) = metrics {
+                    metrics.serve(&tools);
+                }
                 let shared = Shared::new(tools.clone(), options, Lifecycle::new());
                 let _watcher = watch(args.watch, &tools, &shared, None)?;
                 mcp::serve_stdio(shared).await
@@ -115,6 +139,7 @@ async fn serve_http(
     addr: SocketAddr,
     remote: bool,
     grace: Duration,
+    metrics: Option<Metrics>,
 ) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -142,6 +167,9 @@ async fn serve_http(
         () = &mut signal => return Ok(()),
     };
     let tools = Arc::new(RwLock::new(tools));
+    if let Some(metrics) = metrics {
+        metrics.serve(&tools);
+    }
     let shared = Shared::new(tools.clone(), options, lifecycle.clone());
     let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
     server.open(shared.clone());
@@ -166,6 +194,32 @@ async fn serve_http(
     server.close();
     let _ = serving.await;
     Ok(())
+}
+
+/// The metrics endpoint of `--metrics`: its socket is bound before the plugins load
+/// (a busy port is a usage error at once), and it serves once they are loaded.
+struct Metrics {
+    listener: tokio::net::TcpListener,
+    bound: SocketAddr,
+}
+
+impl Metrics {
+    async fn bind(addr: SocketAddr) -> Result<Metrics, String> {
+        let cannot = |error: std::io::Error| format!("--metrics: cannot listen on {addr}: {error}");
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(cannot)?;
+        let bound = listener.local_addr().map_err(cannot)?;
+        Ok(Metrics { listener, bound })
+    }
+
+    /// Serves the metrics of `tools` until the server exits.
+    fn serve(self, tools: &Arc<RwLock<Runtime>>) {
+        tokio::spawn(mcp::serve_metrics(self.listener, tools.clone()));
+        eprintln!(
+            "toolcell: serving metrics at http://{}{}",
+            self.bound,
+            mcp::METRICS_ENDPOINT
+        );
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

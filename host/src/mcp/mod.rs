@@ -6,14 +6,19 @@
 //! - `stdio`: the stdio transport, with the real stdout kept for the protocol alone;
 //! - `http`: the streamable HTTP transport, with the `/healthz` and `/readyz` probes;
 //! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
-//!   a drain on SIGTERM waits for.
+//!   a drain on SIGTERM waits for;
+//! - `metrics`: `--metrics`, the runtime's statistics for Prometheus;
+//! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
+//!   else `--ask-fallback`).
 //!
 //! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
 //! changes from hot reload (`crate::reload`), and the server's shutdown signal.
 
+mod approval;
 mod http;
 mod lifecycle;
+mod metrics;
 mod server;
 mod stdio;
 
@@ -22,8 +27,10 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+pub use approval::AskFallback;
 pub use http::{ENDPOINT, HEALTH_ENDPOINT, HttpServer, READY_ENDPOINT};
 pub use lifecycle::Lifecycle;
+pub use metrics::{METRICS_ENDPOINT, serve_metrics};
 pub use stdio::serve_stdio;
 
 use crate::Runtime;
@@ -50,6 +57,8 @@ pub struct ServeOptions {
     pub watch: bool,
     /// Offer [`FLOOR_TOOL`] (benchmarks only).
     pub floor_tool: bool,
+    /// What `ask` does when the client cannot be asked (it does not elicit).
+    pub ask_fallback: AskFallback,
 }
 
 impl Shared {

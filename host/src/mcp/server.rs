@@ -1,14 +1,18 @@
 //! The MCP protocol handler: one [`ToolServer`] per session (stdio has one; streamable
 //! HTTP one per session or per request), all over the same [`Shared`] runtime.
 //!
-//! - `tools/list`: every tool that is not hidden, with its description and its
-//!   parameters schema as the input schema (`crate::schema::mcp_tool`).
+//! - `tools/list`: every tool that is not hidden and that the permission policy does
+//!   not deny, with its description and its parameters schema as the input schema
+//!   (`crate::schema::mcp_tool`).
 //! - `tools/call`: the runtime validates the arguments and runs the tool in its sandbox.
 //!   A completed tool gives its output as text. A tool that failed gives
 //!   `[tool failed: MESSAGE]`, the text `toolcell call` prints and clm-tool(5) says the
 //!   model sees, with `isError: true`. Arguments that fail the tool's schema give
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
 //!   the model can correct itself). An unknown tool is a protocol error (invalid params).
+//!   Each session has its own approvals (`approval`): a call the policy says to `ask`
+//!   about asks the client's user through elicitation, and "allow for the session"
+//!   lasts as long as the session.
 //! - While the server drains (SIGTERM), a new `tools/call` is refused; calls in flight
 //!   go on until they end or the grace period does.
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
@@ -21,6 +25,7 @@
 //!   to sessions that began with `initialize`, and on `subscriptions/listen` streams.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -34,7 +39,8 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{FLOOR_TOOL, Shared};
+use super::{FLOOR_TOOL, Shared, approval};
+use crate::policy::Approvals;
 use crate::{InvokeError, ToolInfo, schema};
 
 /// How often a call with a progress token reports that it is still running.
@@ -50,6 +56,9 @@ pub struct ToolServer {
     /// Whether this session's list-changed forwarder runs (one per session, however
     /// often the client says `initialized`).
     forwarding: AtomicBool,
+    /// The session's approvals, made at its first call (when the client's
+    /// capabilities are known).
+    approvals: OnceLock<Arc<Approvals>>,
 }
 
 impl ToolServer {
@@ -61,6 +70,7 @@ impl ToolServer {
             _session_guard: session.clone().drop_guard(),
             session,
             forwarding: AtomicBool::new(false),
+            approvals: OnceLock::new(),
         }
     }
 
@@ -80,7 +90,16 @@ impl ToolServer {
         }
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-        let started = self.shared.runtime().call(&request.name, &args);
+        let approvals = self.approvals.get_or_init(|| {
+            Arc::new(approval::for_session(
+                &context.peer,
+                self.shared.options.ask_fallback,
+            ))
+        });
+        let started = self
+            .shared
+            .runtime()
+            .call_with(approvals, &request.name, &args);
         let mut call = match started {
             Ok(call) => call,
             Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
@@ -175,8 +194,7 @@ impl ServerHandler for ToolServer {
         let visible: Vec<ToolInfo> = self
             .shared
             .runtime()
-            .tools()
-            .iter()
+            .listed_tools()
             .filter(|tool| !tool.hidden)
             .cloned()
             .collect();

@@ -105,6 +105,9 @@ pub enum Answer {
         /// What the user wants the model to know.
         feedback: Option<String>,
     },
+    /// Nobody could answer (the user was not reachable); the call is refused for this
+    /// reason.
+    Unanswered(String),
 }
 
 /// A boxed future, as permission handlers return.
@@ -206,6 +209,7 @@ impl Approvals {
             Answer::Deny {
                 feedback: Some(feedback),
             } => Decision::Deny(format!("the user denied it: {feedback}")),
+            Answer::Unanswered(reason) => Decision::Deny(reason),
         }
     }
 
