@@ -187,6 +187,9 @@ impl Finished {
     }
 }
 
+/// Checks arguments against the tool's schema and limits: their text, or what is wrong.
+pub(crate) type ArgumentCheck = dyn Fn(&serde_json::Value) -> Result<String, String> + Send + Sync;
+
 /// A call whose tool is not open: everything it needs to go through the policy.
 pub(crate) struct Gated {
     pub id: u64,
@@ -199,7 +202,7 @@ pub(crate) struct Gated {
     pub args: String,
     pub arguments: serde_json::Value,
     /// Checks arguments an interceptor replaced.
-    pub check: Box<dyn Fn(&serde_json::Value) -> Result<String, String> + Send + Sync>,
+    pub check: Box<ArgumentCheck>,
     pub cancel: Arc<Cancellation>,
 }
 

@@ -371,10 +371,10 @@ impl Presets {
         }
     }
 
-    fn rule_set<'a>(
+    fn rule_set(
         &self,
         flag_style: bool,
-        lists: [(&str, Verdict, &'a Vec<String>); 3],
+        lists: [(&str, Verdict, &Vec<String>); 3],
     ) -> Result<RuleSet, RuleError> {
         let mut set = RuleSet {
             flag_style,
