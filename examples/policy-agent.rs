@@ -13,10 +13,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use toolcell::RuntimeBuilder;
 use toolcell::policy::{
     Answer, Approvals, Before, Decision, Interceptor, PermissionRequest, ResolverError,
 };
+use toolcell::{CallOptions, RuntimeBuilder};
 
 /// The recorded calls, turn by turn: (tool, arguments).
 const TURNS: &[&[(&str, &str)]] = &[
@@ -81,7 +81,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("turn {}", turn + 1);
         let mut running = Vec::new();
         for (tool, args) in *calls {
-            running.push((*tool, runtime.call_with(&session, tool, args)));
+            let options = CallOptions {
+                approvals: Some(session.clone()),
+                ..CallOptions::default()
+            };
+            running.push((*tool, runtime.call_with(tool, args, options)));
         }
         for (tool, call) in running {
             let text = match call {

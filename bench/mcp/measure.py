@@ -1,8 +1,9 @@
-"""Measures `toolcell serve` over stdio with the official MCP Python SDK.
+"""Measures `toolcell serve` over stdio with the official MCP Python SDK, and over
+streamable HTTP against stdio with plain clients.
 
     python3 bench/mcp/measure.py [--toolcell target/release/toolcell] [--calls 2000] [--starts 30]
 
-Two numbers, as issue 7 asks:
+Three numbers:
 
 (a) What a trivial tool's `tools/call` adds over the protocol round trip itself. The
     floor is `toolcell-floor`, a built-in tool (enabled by the hidden flag
@@ -20,6 +21,15 @@ Two numbers, as issue 7 asks:
     tools/list to the server's stdin at once and times the answer to tools/list, which
     is the server's own part without the SDK's overhead.
 
+(c) A trivial `tools/call` over streamable HTTP against the same over stdio (the budget:
+    HTTP within 0.1 ms of stdio). Both sides use the plainest client: over stdio a line
+    written to the server's stdin and one read from its stdout; over HTTP one keep-alive
+    connection on a socket the client does not tune (no TCP_NODELAY), as Node's fetch or
+    a hand-written client leaves it, each request sent in one write and its SSE answer
+    read whole. Such a client meets Nagle's algorithm on the server's side unless the
+    server turns it off, which used to cost about 40 ms per request (the client's
+    delayed acknowledgement).
+
 Nothing here is a test: it prints a table and exits 0.
 """
 
@@ -28,11 +38,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import socket
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 import anyio
 from mcp import Client
@@ -66,11 +79,11 @@ def summary(samples_ns: list[int]) -> tuple[float, float, float]:
 
 
 async def call_latency(toolcell: str, env: dict[str, str], calls: int, mode: str) -> dict[str, list[int]]:
-    with tempfile.TemporaryDirectory() as plugins:
+    with tempfile.TemporaryDirectory() as plugins, tempfile.TemporaryDirectory() as root:
         Path(plugins, "trivial.lua").write_text(TRIVIAL)
         server = StdioServerParameters(
             command=toolcell,
-            args=["serve", "--plugins", plugins, "--root", plugins, "--bench-floor-tool"],
+            args=["serve", "--plugins", plugins, "--root", root, "--bench-floor-tool"],
             env=env,
         )
         requests = [("toolcell-floor", {}), ("trivial", {}), ("checked", {"name": "x"})]
@@ -131,6 +144,120 @@ def first_list_pipe(toolcell: str, env: dict[str, str], plugins: str) -> int:
     return elapsed
 
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "bench", "version": "0"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+class PlainHttp:
+    """One keep-alive HTTP/1.1 connection on a socket left as the system made it (Nagle's
+    algorithm on, delayed acknowledgements on): requests in one write, answers read whole
+    (chunked SSE or a fixed length)."""
+
+    def __init__(self, url: str) -> None:
+        parsed = urlparse(url)
+        self.host, self.port, self.path = parsed.hostname, parsed.port, parsed.path
+        self.sock = socket.create_connection((self.host, self.port))
+        self.reader = self.sock.makefile("rb")
+        self.session: str | None = None
+
+    def post(self, message: dict) -> list[dict]:
+        body = json.dumps(message).encode()
+        headers = [f"POST {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}",
+                   "Content-Type: application/json", "Accept: application/json, text/event-stream",
+                   f"Content-Length: {len(body)}", "MCP-Protocol-Version: 2025-06-18"]
+        if self.session:
+            headers.append(f"Mcp-Session-Id: {self.session}")
+        self.sock.sendall(("\r\n".join(headers) + "\r\n\r\n").encode() + body)
+        status = self.reader.readline()
+        assert b" 200 " in status or b" 202 " in status, status
+        fields: dict[str, str] = {}
+        while (line := self.reader.readline().strip()):
+            name, _, value = line.decode().partition(":")
+            fields[name.strip().lower()] = value.strip()
+        self.session = fields.get("mcp-session-id", self.session)
+        if fields.get("transfer-encoding") == "chunked":
+            data = b""
+            while (size := int(self.reader.readline().strip(), 16)):
+                data += self.reader.read(size)
+                self.reader.readline()
+            self.reader.readline()
+        else:
+            data = self.reader.read(int(fields.get("content-length", "0")))
+        return [json.loads(line[5:]) for line in data.decode().splitlines()
+                if line.startswith("data:") and line[5:].strip()]
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+class PlainStdio:
+    """Lines to the server's stdin and from its stdout."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+
+    def post(self, message: dict) -> list[dict]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        if "id" not in message:
+            return []
+        return [json.loads(self.process.stdout.readline())]
+
+
+def plain_calls(client: PlainHttp | PlainStdio, calls: int) -> dict[str, list[int]]:
+    client.post(INITIALIZE)
+    client.post(INITIALIZED)
+    requests = [("toolcell-floor", {}), ("trivial", {})]
+    samples: dict[str, list[int]] = {name: [] for name, _ in requests}
+    number = 0
+    for round in range(200 + calls):
+        for name, args in requests:
+            number += 1
+            message = {"jsonrpc": "2.0", "id": number, "method": "tools/call",
+                       "params": {"name": name, "arguments": args}}
+            started = time.perf_counter_ns()
+            answers = client.post(message)
+            elapsed = time.perf_counter_ns() - started
+            assert answers[-1]["result"]["content"][0]["text"] == "pong", answers
+            if round >= 200:
+                samples[name].append(elapsed)
+    return samples
+
+
+def http_against_stdio(toolcell: str, env: dict[str, str], calls: int) -> dict[str, dict[str, list[int]]]:
+    results: dict[str, dict[str, list[int]]] = {}
+    with tempfile.TemporaryDirectory() as plugins, tempfile.TemporaryDirectory() as root:
+        Path(plugins, "trivial.lua").write_text(TRIVIAL)
+        args = [toolcell, "serve", "--plugins", plugins, "--root", root, "--bench-floor-tool"]
+        process = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL)
+        results["stdio"] = plain_calls(PlainStdio(process), calls)
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(30)
+        process = subprocess.Popen(args + ["--http", "127.0.0.1:0"], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert process.stderr is not None
+        url = None
+        for line in process.stderr:
+            if (match := re.search(r"serving MCP at (http://\S+)", line)):
+                url = match.group(1)
+                break
+        assert url, "toolcell serve --http printed its address"
+        client = PlainHttp(url)
+        try:
+            results["http"] = plain_calls(client, calls)
+        finally:
+            client.close()
+            process.terminate()
+            process.wait(30)
+    return results
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--toolcell", default="target/release/toolcell")
@@ -172,6 +299,17 @@ async def main() -> None:
             for label, values in rows:
                 ms = sorted(value / 1e6 for value in values)
                 print(f"{label:<22} {statistics.median(ms):8.2f} {ms[0]:8.2f} {ms[-1]:8.2f}")
+
+        print()
+        print(f"(c) tools/call round trip, plain clients, {options.calls} calls per tool, median [p10, p90] in ms")
+        print(f"{'transport':<10} {'tool':<16} {'median':>8} {'p10':>8} {'p90':>8} {'over stdio':>11}")
+        transports = http_against_stdio(toolcell, env, options.calls)
+        for name in ("toolcell-floor", "trivial"):
+            stdio = summary(transports["stdio"][name])[0]
+            for transport in ("stdio", "http"):
+                median, p10, p90 = summary(transports[transport][name])
+                extra = "" if transport == "stdio" else f"{median - stdio:+.3f}"
+                print(f"{transport:<10} {name:<16} {median:8.3f} {p10:8.3f} {p90:8.3f} {extra:>11}")
 
 
 if __name__ == "__main__":

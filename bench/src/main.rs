@@ -2,11 +2,13 @@
 //! `cargo run --release -p toolcell-bench -- SUBCOMMAND`:
 //!
 //! - `compare`: toolcell against native mlua (clm's design), side by side, one table;
-//! - `soak`: many calls over many plugins, some hostile, with the host's RSS.
+//! - `soak`: many calls over many plugins, some hostile, with the host's RSS;
+//! - `long-soak`: a million calls of one plugin, with its Lua memory and the host's RSS.
 //!
 //! Each subcommand lives in its own module; this file only dispatches.
 
 mod compare;
+mod long_soak;
 mod measure;
 mod native;
 mod probe;
@@ -27,6 +29,8 @@ struct Cli {
 enum Command {
     /// Many calls over many plugins, some hostile: calls/s and the host's RSS as it goes.
     Soak(soak::Options),
+    /// A million calls of one plugin: its Lua memory and the host's RSS as it goes.
+    LongSoak(long_soak::Options),
     /// Run every workload on native mlua and on toolcell and print one table.
     Compare {
         /// Measured runs per compute workload (the median is reported).
@@ -107,7 +111,8 @@ impl EngineFlags {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Soak(options) => soak::run(options),
+        Command::Soak(options) => multi_thread()?.block_on(soak::run(options)),
+        Command::LongSoak(options) => multi_thread()?.block_on(long_soak::run(options)),
         Command::Compare {
             runs,
             calls,
@@ -128,6 +133,13 @@ fn main() -> anyhow::Result<()> {
             block_on(probe::run(&kind))
         }
     }
+}
+
+/// A multi-threaded tokio runtime, as the CLI runs on.
+fn multi_thread() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 /// Runs a measurement on a multi-threaded tokio runtime, as the CLI does (or on a

@@ -141,15 +141,7 @@ end })"#,
 ];
 
 /// Runs the soak and prints its reports.
-pub fn run(options: Options) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting tokio")?;
-    runtime.block_on(soak(options))
-}
-
-async fn soak(options: Options) -> anyhow::Result<()> {
+pub async fn run(options: Options) -> anyhow::Result<()> {
     let plugins = tempfile::TempDir::new().context("plugin directory")?;
     let root = tempfile::TempDir::new().context("file root")?;
     let mut config = String::new();

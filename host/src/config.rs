@@ -16,6 +16,7 @@
 //! call_timeout_ms = 30000
 //! load_timeout_ms = 500
 //! fuel = 100000000000
+//! schema_max_bytes = 65536   # and the other budgets of docs/budgets.md
 //!
 //! [http]                     # every plugin (all keys optional)
 //! allow = ["127.0.0.1", "*.example.com:8443"]
@@ -29,6 +30,15 @@
 //! root = "workspace"         # the file root when --root is not given (relative to
 //!                            # this file's directory)
 //!
+//! [output]                   # what the model sees (see `output`; all keys optional)
+//! max_lines = 2000
+//! max_bytes = 51200
+//! max_description_bytes = 4096
+//! results_dir = "/path"      # where whole outputs are kept; default: the cache's results/
+//! results_max_bytes = 104857600
+//! [output.tools.report]      # one tool, over [plugins.ID.output] and [output]
+//! max_lines = 10000
+//!
 //! [trust]                    # signatures (see `signature`)
 //! keys = ["BASE64 public key"]
 //! unsigned = "allow"         # or "refuse"
@@ -41,6 +51,8 @@
 //! allow = ["api.weather.example"]
 //! [plugins.weather.files]
 //! access = "read-only"
+//! [plugins.weather.output]
+//! max_bytes = 102400
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -52,7 +64,9 @@ use serde::Deserialize;
 use crate::files::FileAccess;
 use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::output::{self, OutputLimits};
 use crate::policy::{CommandLineRules, PermissionsSection, Rules};
+use crate::results::{self, ResultStore};
 use crate::signature::TrustPolicy;
 
 /// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
@@ -82,6 +96,9 @@ pub struct Config {
     /// `[trust]`: trusted signing keys and whether unsigned plugins load.
     #[serde(default)]
     pub trust: TrustPolicy,
+    /// `[output]`: what the model sees of results and descriptions, for every tool.
+    #[serde(default)]
+    pub output: OutputSection,
     /// `[plugins.ID]`: settings for one plugin.
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSection>,
@@ -122,6 +139,24 @@ pub struct LimitsSection {
     pub load_timeout_ms: Option<u64>,
     /// Fuel per call.
     pub fuel: Option<u64>,
+    /// Largest `params_schema` of one tool, in bytes of JSON.
+    pub schema_max_bytes: Option<usize>,
+    /// Largest total of a plugin's schemas, in bytes of JSON.
+    pub schemas_max_bytes: Option<usize>,
+    /// Deepest nesting of one schema.
+    pub schema_max_depth: Option<usize>,
+    /// Most memory one schema pattern may compile to, in bytes.
+    pub pattern_max_bytes: Option<usize>,
+    /// Most memory a plugin's schema patterns may compile to together, in bytes.
+    pub patterns_max_bytes: Option<usize>,
+    /// Most time compiling a plugin's schemas may take, in milliseconds.
+    pub schema_compile_ms: Option<u64>,
+    /// Most log bytes one call (or the load) may write.
+    pub log_call_bytes: Option<usize>,
+    /// The plugin's sustained log rate, in bytes per second.
+    pub log_bytes_per_second: Option<usize>,
+    /// Log bytes the plugin may write at once beyond its rate.
+    pub log_burst_bytes: Option<usize>,
     /// In `[limits]` only: how many calls of the whole runtime run at once (0: no cap).
     pub max_concurrent: Option<usize>,
 }
@@ -143,6 +178,39 @@ pub struct HttpSection {
     pub max_redirects: Option<usize>,
 }
 
+/// `[output]`: the output policy (see `output`) and the result store (`results`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+    /// Where the whole outputs of cut results are kept (default: `results/` in the
+    /// compiled-code cache's directory).
+    pub results_dir: Option<PathBuf>,
+    /// The most the result store holds, in bytes; the oldest results go first.
+    pub results_max_bytes: Option<u64>,
+    /// `[output.tools.NAME]`: one tool, over the plugin's and the global values.
+    #[serde(default)]
+    pub tools: BTreeMap<String, OutputLimitsSection>,
+}
+
+/// The output limits of one plugin (`[plugins.ID.output]`) or tool
+/// (`[output.tools.NAME]`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputLimitsSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+}
+
 /// `[plugins.ID]`.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,6 +226,9 @@ pub struct PluginSection {
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
     pub files: PluginFilesSection,
+    /// Output limits for this plugin's tools, over `[output]`.
+    #[serde(default)]
+    pub output: OutputLimitsSection,
 }
 
 /// An `allow` entry of an `[http]` section that is not a host grant.
@@ -273,6 +344,62 @@ impl Config {
             })
             .collect()
     }
+
+    /// The layers of output settings for `tool` of plugin `plugin`, most specific
+    /// first: `[output.tools.NAME]`, `[plugins.ID.output]`, `[output]`.
+    fn output_layers(&self, plugin: &str, tool: &str) -> [OutputLimitsSection; 3] {
+        let global = OutputLimitsSection {
+            max_lines: self.output.max_lines,
+            max_bytes: self.output.max_bytes,
+            max_description_bytes: self.output.max_description_bytes,
+        };
+        [
+            self.output.tools.get(tool).cloned().unwrap_or_default(),
+            self.plugins
+                .get(plugin)
+                .map(|section| section.output.clone())
+                .unwrap_or_default(),
+            global,
+        ]
+    }
+
+    /// How much of a result of `tool` (of plugin `plugin`) the model sees.
+    pub fn output_for(&self, plugin: &str, tool: &str) -> OutputLimits {
+        let layers = self.output_layers(plugin, tool);
+        OutputLimits {
+            max_lines: layers
+                .iter()
+                .find_map(|layer| layer.max_lines)
+                .unwrap_or(output::DEFAULT_MAX_LINES),
+            max_bytes: layers
+                .iter()
+                .find_map(|layer| layer.max_bytes)
+                .unwrap_or(output::DEFAULT_MAX_BYTES),
+        }
+    }
+
+    /// The longest description of `tool` (of plugin `plugin`) the model sees.
+    pub fn description_bytes_for(&self, plugin: &str, tool: &str) -> usize {
+        self.output_layers(plugin, tool)
+            .iter()
+            .find_map(|layer| layer.max_description_bytes)
+            .unwrap_or(output::DEFAULT_MAX_DESCRIPTION_BYTES)
+    }
+
+    /// The result store: `[output] results_dir`, else `results/` in `cache_dir`; none
+    /// when neither is set.
+    pub fn result_store(&self, cache_dir: Option<&Path>) -> Option<ResultStore> {
+        let dir = self
+            .output
+            .results_dir
+            .clone()
+            .or_else(|| cache_dir.map(|dir| dir.join("results")))?;
+        let max_bytes = self
+            .output
+            .results_max_bytes
+            .unwrap_or(results::DEFAULT_MAX_BYTES);
+        Some(ResultStore::new(dir, max_bytes))
+    }
 }
 
 impl LimitsSection {
@@ -290,6 +417,20 @@ impl LimitsSection {
         if let Some(fuel) = self.fuel {
             limits.fuel = fuel;
         }
+        let schemas = &mut limits.schemas;
+        set(&mut schemas.schema_bytes, self.schema_max_bytes);
+        set(&mut schemas.plugin_schema_bytes, self.schemas_max_bytes);
+        set(&mut schemas.depth, self.schema_max_depth);
+        set(&mut schemas.pattern_bytes, self.pattern_max_bytes);
+        set(&mut schemas.plugin_pattern_bytes, self.patterns_max_bytes);
+        set(
+            &mut schemas.compile_time,
+            self.schema_compile_ms.map(Duration::from_millis),
+        );
+        let log = &mut limits.log;
+        set(&mut log.call_bytes, self.log_call_bytes);
+        set(&mut log.bytes_per_second, self.log_bytes_per_second);
+        set(&mut log.burst_bytes, self.log_burst_bytes);
         limits
     }
 }
@@ -330,6 +471,13 @@ impl HttpSection {
             settings.max_redirects = redirects;
         }
         settings
+    }
+}
+
+/// Replaces `value` with `setting`, when there is one.
+fn set<T>(value: &mut T, setting: Option<T>) {
+    if let Some(setting) = setting {
+        *value = setting;
     }
 }
 

@@ -81,6 +81,12 @@ impl CapabilityPolicy {
         }
     }
 
+    /// The configuration file's settings the policy reads (its `[output]` tables are
+    /// the output policy's).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// What the plugin of `manifest` gets: what the policy allows its id, cut to what
     /// the manifest asks for.
     pub fn grant(&self, manifest: &Manifest) -> Grants {

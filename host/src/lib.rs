@@ -24,16 +24,20 @@ pub mod http;
 pub mod inspect;
 pub mod integrity;
 pub mod limits;
+mod log_listener;
 pub mod manifest;
 pub mod mcp;
 mod outcome;
+pub mod output;
 pub mod pack;
 pub mod policy;
 pub mod reload;
+pub mod results;
 mod runtime;
 mod sandbox;
 pub mod scaffold;
 pub mod schema;
+mod schema_budget;
 pub mod signature;
 mod snapshot;
 mod source;
@@ -42,8 +46,10 @@ pub mod trusted;
 mod validation;
 pub mod wit_version;
 
+pub use log_listener::LogListener;
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{
-    BuildError, Call, Diagnostic, DiagnosticKind, InvokeError, PluginInfo, PluginUpdate, Runtime,
-    RuntimeBuilder, Severity, ToolInfo,
+    BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, PluginInfo,
+    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Severity, ToolInfo,
 };
+pub use sandbox::MemoryUse;

@@ -33,6 +33,10 @@ pub struct Limits {
     pub max_crashes: usize,
     /// See `max_crashes`.
     pub crash_window: Duration,
+    /// What compiling the plugin's tool schemas may cost the host.
+    pub schemas: SchemaBudget,
+    /// How much the plugin may write to the log.
+    pub log: LogBudget,
 }
 
 impl Default for Limits {
@@ -48,6 +52,67 @@ impl Default for Limits {
             max_pending_ops: 65_536,
             max_crashes: 5,
             crash_window: Duration::from_secs(60),
+            schemas: SchemaBudget::default(),
+            log: LogBudget::default(),
+        }
+    }
+}
+
+/// What compiling one plugin's tool schemas (their validators) may cost the host: a
+/// schema is the plugin's to write, but its validator lives in the host's memory and
+/// its regular expressions are compiled on the host's threads. A tool over budget is
+/// not registered (see `schema_budget`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaBudget {
+    /// The most JSON text one tool's `params_schema` may have.
+    pub schema_bytes: usize,
+    /// The most JSON text all of a plugin's schemas may have together.
+    pub plugin_schema_bytes: usize,
+    /// The deepest nesting of objects and arrays in one schema.
+    pub depth: usize,
+    /// The most memory one regular expression (a `pattern`, a `patternProperties`
+    /// key) may compile to.
+    pub pattern_bytes: usize,
+    /// The most memory all of a plugin's distinct regular expressions may compile to
+    /// together.
+    pub plugin_pattern_bytes: usize,
+    /// The most time compiling all of a plugin's schemas may take.
+    pub compile_time: Duration,
+}
+
+impl Default for SchemaBudget {
+    fn default() -> Self {
+        SchemaBudget {
+            schema_bytes: 64 * 1024,
+            plugin_schema_bytes: 256 * 1024,
+            depth: 64,
+            pattern_bytes: 2 * MIB as usize,
+            plugin_pattern_bytes: 8 * MIB as usize,
+            compile_time: Duration::from_secs(2),
+        }
+    }
+}
+
+/// How much one plugin may write to the log (`ctx:log`, `print`, `warn`): a budget per
+/// call (and for its load) and a rate for the plugin as a whole, in bytes as written
+/// (prefixes included). What goes over is dropped and counted in one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogBudget {
+    /// The most one call (or the load) may write.
+    pub call_bytes: usize,
+    /// The plugin's sustained rate, in bytes per second.
+    pub bytes_per_second: usize,
+    /// What the plugin may write at once beyond its rate (the size of the bucket its
+    /// rate refills).
+    pub burst_bytes: usize,
+}
+
+impl Default for LogBudget {
+    fn default() -> Self {
+        LogBudget {
+            call_bytes: MIB as usize,
+            bytes_per_second: 256 * 1024,
+            burst_bytes: 4 * MIB as usize,
         }
     }
 }
@@ -84,16 +149,22 @@ pub fn bounded_message(message: String) -> String {
     if message.len() <= MAX_MESSAGE_BYTES {
         return message;
     }
-    let mut end = MAX_MESSAGE_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
     format!(
         "{}… [cut: the message was {} bytes; at most {} is kept]",
-        &message[..end],
+        prefix_within(&message, MAX_MESSAGE_BYTES),
         message.len(),
         format_bytes(MAX_MESSAGE_BYTES as u64)
     )
+}
+
+/// The longest start of `text` that is at most `limit` bytes and ends on a character
+/// boundary.
+pub fn prefix_within(text: &str, limit: usize) -> &str {
+    let mut end = limit.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The most tools one plugin may register: more would flood the model's tool list,

@@ -146,12 +146,16 @@ pub fn anthropic_tool(tool: &ToolInfo) -> Value {
     )
 }
 
-/// A tool as an MCP `Tool` (no `description` when the plugin gave none).
+/// A tool as an MCP `Tool`. One the plugin gave no description is described by its
+/// name: the MCP specification makes the description optional, but clients reject a
+/// tool without one (the official conformance suite among them, which an empty
+/// description does not satisfy either).
 pub fn mcp_tool(tool: &ToolInfo) -> Value {
-    with_description(
-        json!({ "name": tool.name, "inputSchema": parameters(tool) }),
-        tool,
-    )
+    let description = match tool.description.as_str() {
+        "" => tool.name.as_str(),
+        given => given,
+    };
+    json!({ "name": tool.name, "description": description, "inputSchema": parameters(tool) })
 }
 
 fn with_description(mut definition: Value, tool: &ToolInfo) -> Value {
@@ -222,7 +226,7 @@ mod tests {
             definitions(&tools, Format::Mcp),
             json!([
                 { "name": "search", "description": "Find things", "inputSchema": schema },
-                { "name": "bare", "inputSchema": empty_parameters() },
+                { "name": "bare", "description": "bare", "inputSchema": empty_parameters() },
             ])
         );
     }

@@ -63,19 +63,47 @@ impl std::fmt::Debug for ArgumentValidator {
     }
 }
 
-impl ArgumentValidator {
+/// The lazy DFA's cache of one compiled pattern, per thread that validates with it
+/// (regex-automata's default is 2 MiB): validation never needs much, and a schema of
+/// many patterns would otherwise keep megabytes per pattern once arguments exercised
+/// them.
+const PATTERN_CACHE_BYTES: usize = 256 * 1024;
+
+/// Compiles the validators of one plugin's schemas. They share one cache of compiled
+/// patterns (a pattern the plugin repeats is compiled once), and every pattern is
+/// compiled under the engine's own size limit, behind the budget that measured it
+/// (`schema_budget`).
+pub struct ValidatorCompiler {
+    patterns: jsonschema::PatternCache,
+    pattern_bytes: usize,
+}
+
+impl ValidatorCompiler {
+    /// A compiler whose patterns may each compile to `pattern_bytes`.
+    pub fn new(pattern_bytes: usize) -> Self {
+        ValidatorCompiler {
+            patterns: jsonschema::PatternCache::new(),
+            pattern_bytes,
+        }
+    }
+
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
+    pub fn compile(&self, schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
         if !schema.is_object() {
             return Err(UnusableSchema(Problems::new(vec![format!(
                 "a params_schema must be a JSON object, not {}",
                 describe(schema)
             )])));
         }
+        let patterns = jsonschema::PatternOptions::fancy_regex()
+            .size_limit(self.pattern_bytes)
+            .dfa_size_limit(PATTERN_CACHE_BYTES);
         jsonschema::options()
             .should_validate_formats(false)
+            .with_pattern_options(patterns)
+            .with_pattern_cache(self.patterns.clone())
             .build(schema)
             .map(|validator| ArgumentValidator { validator })
             .map_err(|error| {
@@ -87,7 +115,9 @@ impl ArgumentValidator {
                 UnusableSchema(Problems::new(problems))
             })
     }
+}
 
+impl ArgumentValidator {
     /// Checks `args`; the error lists each problem.
     pub fn check(&self, args: &Value) -> Result<(), ArgumentProblems> {
         let mut problems: Vec<(String, String)> = self
@@ -177,8 +207,12 @@ mod tests {
 
     use super::*;
 
+    fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
+        ValidatorCompiler::new(crate::limits::SchemaBudget::default().pattern_bytes).compile(schema)
+    }
+
     fn validator(schema: Value) -> ArgumentValidator {
-        ArgumentValidator::compile(&schema).expect("the schema compiles")
+        compile(&schema).expect("the schema compiles")
     }
 
     #[test]
@@ -250,7 +284,7 @@ mod tests {
     fn a_schema_problem_says_where_in_the_schema() {
         let schema = json!({ "type": "object", "properties": { "n": { "minimum": "one" } } });
         assert_eq!(
-            ArgumentValidator::compile(&schema).unwrap_err().to_string(),
+            compile(&schema).unwrap_err().to_string(),
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#
         );
     }
@@ -265,7 +299,7 @@ mod tests {
                 "t": { "maxLength": -1 }
             }
         });
-        let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
+        let error = compile(&schema).unwrap_err().to_string();
         for part in [
             r#"at `/properties/n/minimum` in the schema: "one" is not of type "number""#,
             "at `/properties/s/type` in the schema:",
@@ -290,7 +324,7 @@ mod tests {
             json!({ "type": "object", "properties": { "a": { "pattern": "(" } } }),
             json!({ "$ref": "https://example.com/schema.json" }),
         ] {
-            let error = ArgumentValidator::compile(&schema).unwrap_err().to_string();
+            let error = compile(&schema).unwrap_err().to_string();
             assert!(
                 !error.is_empty() && !error.contains('\n'),
                 "{schema}: {error}"

@@ -3,9 +3,11 @@
 //! The official MCP Python SDK (tests/mcp/client.py; `pip install mcp`, which
 //! tools/bootstrap does) runs the same checks over stdio and over streamable HTTP, in
 //! both protocol generations: a session opened with `initialize`, and one where the SDK
-//! discovers the newest version. Around it, the plain JSON-RPC contract of the stdio
-//! transport: stdout carries protocol messages and nothing else, and the server exits
-//! when its stdin closes, cancelling what is in flight.
+//! discovers the newest version. Around it, in raw JSON-RPC, what no SDK sends: the
+//! stdio contract (stdout carries protocol messages and nothing else, the server exits
+//! when its stdin closes, cancelling what is in flight, and a message before
+//! `initialize` does not end it), malformed messages each answered over both
+//! transports, and the HTTP server's sessions, token and address rules.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -192,9 +194,25 @@ impl StdioServer {
     }
 
     fn send(&mut self, message: Value) {
+        self.send_line(message.to_string().as_bytes());
+    }
+
+    /// Writes `bytes` and a newline, whatever they are.
+    fn send_line(&mut self, bytes: &[u8]) {
         let stdin = self.child.stdin.as_mut().expect("stdin is open");
-        writeln!(stdin, "{message}").expect("write to toolcell serve");
+        stdin.write_all(bytes).expect("write to toolcell serve");
+        stdin.write_all(b"\n").expect("write to toolcell serve");
         stdin.flush().expect("flush");
+    }
+
+    /// The next message on stdout, whatever it is.
+    fn next_message(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(HANG_LIMIT)
+            .unwrap_or_else(|_| panic!("no message"));
+        serde_json::from_str(&line)
+            .unwrap_or_else(|error| panic!("stdout carried a non-JSON line {line:?}: {error}"))
     }
 
     /// Reads stdout until the response to `id`; every line must be a JSON-RPC message.
@@ -216,14 +234,7 @@ impl StdioServer {
     }
 
     fn initialize(&mut self) {
-        self.send(json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": { "name": "toolcell-tests", "version": "0" }
-            }
-        }));
+        self.send(initialize_request());
         let response = self.response(1);
         assert_eq!(
             response["result"]["serverInfo"]["name"], "toolcell",
@@ -249,6 +260,18 @@ impl StdioServer {
         let rest: Vec<String> = self.lines.try_iter().collect();
         (code, elapsed, rest, collect(self.stderr))
     }
+}
+
+/// The `initialize` request every raw session starts with (id 1).
+fn initialize_request() -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "toolcell-tests", "version": "0" }
+        }
+    })
 }
 
 const CHATTY: &str = r#"
@@ -375,68 +398,393 @@ fn an_unknown_tool_is_a_protocol_error_and_a_validation_failure_a_tool_error() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+/// A `toolcell serve --http 127.0.0.1:0` (or another address) with `args` and `env`,
+/// stopped when dropped.
+struct HttpServer {
+    child: Child,
+    /// The endpoint's URL, as the server printed it.
+    url: String,
+    /// What the server printed on stderr up to its address.
+    stderr: Vec<String>,
+    _plugins: TempDir,
+}
+
+impl HttpServer {
+    fn start(plugins: &[(&str, &str)], args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let plugin_dir = TempDir::new().expect("temp dir");
+        for (name, source) in plugins {
+            std::fs::write(plugin_dir.path().join(name), source).expect("write plugin");
+        }
+        let mut command = serve_command(plugin_dir.path(), args, env);
+        if !args.contains(&"--http") {
+            command.args(["--http", "127.0.0.1:0"]);
+        }
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start toolcell serve");
+        let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let (sender, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = sender.send(line);
+            }
+        });
+        let mut seen: Vec<String> = Vec::new();
+        let url = loop {
+            match lines.recv_timeout(HANG_LIMIT) {
+                Ok(line) => {
+                    let url = line
+                        .split_once("serving MCP at ")
+                        .map(|(_, url)| url.trim().to_string());
+                    seen.push(line);
+                    if let Some(url) = url {
+                        break url;
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("toolcell serve --http printed no address: {seen:?}");
+                }
+            }
+        };
+        HttpServer {
+            child,
+            url,
+            stderr: seen,
+            _plugins: plugin_dir,
+        }
+    }
+
+    /// POSTs `body` as JSON-RPC, with `headers`; returns the status, the content type
+    /// and the body.
+    async fn post(
+        &self,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> (u16, String, String) {
+        let mut request = reqwest::Client::new()
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        (status, content_type, response.text().await.expect("a body"))
+    }
+
+    /// Opens a session; returns its id.
+    async fn open_session(&self, headers: &[(&str, &str)]) -> Result<String, (u16, String)> {
+        let mut request = reqwest::Client::new()
+            .post(&self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(initialize_request().to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the server answers");
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string);
+        let status = response.status().as_u16();
+        let body = response.text().await.expect("a body");
+        session.ok_or((status, body))
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The JSON-RPC messages of an SSE body (its `data:` lines that hold JSON).
+fn sse_messages(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// Asserts that `answer` is a JSON-RPC error with `code`, `id` and a message holding
+/// `reason`.
+#[track_caller]
+fn assert_error(answer: &Value, code: i64, id: Value, reason: &str) {
+    let object = answer.as_object().expect("an object");
+    assert_eq!(object.get("id"), Some(&id), "{answer}");
+    assert_eq!(answer["error"]["code"], code, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(reason), "expected {reason:?} in {answer}");
+}
+
+/// Messages every transport must answer although rmcp cannot parse them: (bytes,
+/// expected code, expected id, part of the reason).
+fn malformed_messages() -> Vec<(Vec<u8>, i64, Value, &'static str)> {
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"t","arguments":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    vec![
+        (br#"{"jsonrpc":"2.0","id":2,"method":"tools/li"#.to_vec(), -32700, Value::Null, "ends too early"),
+        (b"not json at all".to_vec(), -32700, Value::Null, "not JSON"),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"x\":\"\xff\"}".to_vec(), -32700, Value::Null, "not UTF-8: invalid byte at offset 45"),
+        (
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"cut \ud83d"}}}"#.to_vec(),
+            -32602,
+            json!(4),
+            "lone surrogate",
+        ),
+        (deep.into_bytes(), -32700, Value::Null, "deeper than 127"),
+        (br#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#.to_vec(), -32600, Value::Null, "batches are not supported"),
+        (br#"{"jsonrpc":"2.0","id":6}"#.to_vec(), -32600, json!(6), "no method"),
+        (br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"arguments":{}}}"#.to_vec(), -32602, json!(8), "the tool's name"),
+        (br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":9}}"#.to_vec(), -32602, json!(9), "must be a string, not a number"),
+        (br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":[1,2]}}"#.to_vec(), -32602, json!(10), "must be an object, not an array"),
+        (br#"{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"capabilities":{}}}"#.to_vec(), -32602, json!(11), "invalid params for 'initialize'"),
+    ]
+}
+
+const ECHO: &str = r#"clm.tool_register("echo", { invoke = function(args, ctx) ctx:complete(args.text or "") end })"#;
+
 #[test]
-fn http_on_a_remote_address_needs_allow_remote() {
-    let plugins = TempDir::new().expect("temp dir");
-    let output = Command::new(TOOLCELL)
-        .args(["serve", "--plugins"])
-        .arg(plugins.path())
-        .args(["--http", "0.0.0.0:0"])
-        .env("TOOLCELL_CACHE_DIR", cache_dir())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run toolcell serve");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+fn notifications_and_responses_before_initialize_do_not_end_the_session() {
+    let mut server = StdioServer::start(&[("echo.lua", ECHO)]);
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    server.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    server.send(json!({ "jsonrpc": "2.0", "id": 77, "result": {} }));
+    server.initialize();
+    server.call(2, "echo", json!({ "text": "still here" }));
+    assert_eq!(
+        server.response(2)["result"]["content"][0]["text"],
+        "still here"
+    );
+    let (code, _, rest, stderr) = server.close();
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(
-        stderr.contains("not a loopback address") && stderr.contains("--allow-remote"),
-        "{stderr}"
+        rest.iter().all(|line| !line.contains("\"id\":77")),
+        "a stray response is not answered: {rest:?}"
     );
 }
 
 #[test]
-fn http_on_a_remote_address_with_allow_remote_warns() {
-    let plugins = TempDir::new().expect("temp dir");
-    let mut child = Command::new(TOOLCELL)
+fn every_malformed_line_is_answered() {
+    let mut server = StdioServer::start(&[("echo.lua", ECHO)]);
+    server.initialize();
+    for (bytes, code, id, reason) in malformed_messages() {
+        server.send_line(&bytes);
+        let answer = server.next_message();
+        assert_error(&answer, code, id, reason);
+    }
+    // A line over 16 MiB is skipped, not held, and answered.
+    let mut huge = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":""#.to_vec();
+    huge.resize(17 * 1024 * 1024, b'a');
+    huge.extend_from_slice(br#""}}}"#);
+    server.send_line(&huge);
+    assert_error(
+        &server.next_message(),
+        -32600,
+        Value::Null,
+        "at most 16 MiB",
+    );
+    // The session goes on.
+    server.call(13, "echo", json!({ "text": "fine" }));
+    assert_eq!(server.response(13)["result"]["content"][0]["text"], "fine");
+    let (code, _, _, stderr) = server.close();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn a_second_initialize_is_refused_and_unknown_methods_say_what_is_offered() {
+    let mut server = StdioServer::start(&[("echo.lua", ECHO)]);
+    server.initialize();
+    server.send(initialize_request());
+    assert_error(&server.response(1), -32600, json!(1), "already initialized");
+    server.send(json!({ "jsonrpc": "2.0", "id": 2, "method": "prompts/list" }));
+    assert_error(
+        &server.response(2),
+        -32601,
+        json!(2),
+        "method not found: 'prompts/list' (this server offers tools only",
+    );
+    server.send(json!({ "jsonrpc": "2.0", "id": 3, "method": "no/such/method", "params": {} }));
+    assert_error(&server.response(3), -32601, json!(3), "tools/call");
+    let (code, _, _, stderr) = server.close();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[tokio::test]
+async fn http_answers_malformed_messages_with_a_json_rpc_error() {
+    let server = HttpServer::start(&[("echo.lua", ECHO)], &[], &[]);
+    for (bytes, code, id, reason) in malformed_messages() {
+        let (status, content_type, body) = server.post(bytes, &[]).await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (400, "application/json"),
+            "{body}"
+        );
+        let answer: Value = serde_json::from_str(&body).expect("a JSON body");
+        assert_error(&answer, code, id, reason);
+    }
+    let huge = vec![b' '; 17 * 1024 * 1024];
+    let (status, _, body) = server.post(huge, &[]).await;
+    assert_eq!(status, 413, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("a JSON body");
+    assert_error(&answer, -32600, Value::Null, "at most 16 MiB");
+}
+
+#[tokio::test]
+async fn http_refuses_a_second_initialize_on_a_session() {
+    let server = HttpServer::start(&[("echo.lua", ECHO)], &[], &[]);
+    let session = server.open_session(&[]).await.expect("a session");
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let (status, _, body) = server
+        .post(initialize_request().to_string(), &headers)
+        .await;
+    let answers = sse_messages(&body);
+    assert_eq!((status, answers.len()), (200, 1), "{body}");
+    assert_error(&answers[0], -32600, json!(1), "already initialized");
+}
+
+#[tokio::test]
+async fn http_sessions_are_capped() {
+    let server = HttpServer::start(&[("echo.lua", ECHO)], &["--max-sessions", "2"], &[]);
+    let first = server.open_session(&[]).await.expect("a first session");
+    server.open_session(&[]).await.expect("a second session");
+    let (status, body) = server
+        .open_session(&[])
+        .await
+        .expect_err("no third session");
+    assert_eq!(status, 503, "{body}");
+    let answer: Value = serde_json::from_str(&body).expect("a JSON body");
+    assert_error(
+        &answer,
+        -32603,
+        json!(1),
+        "too many sessions: 2 are open and the server allows 2",
+    );
+    // Ending one makes room.
+    let ended = reqwest::Client::new()
+        .delete(&server.url)
+        .header("mcp-session-id", &first)
+        .send()
+        .await
+        .expect("the server answers");
+    assert!(ended.status().is_success(), "{ended:?}");
+    server
+        .open_session(&[])
+        .await
+        .expect("a session in the freed place");
+}
+
+#[tokio::test]
+async fn http_with_a_token_refuses_requests_without_it() {
+    let dir = TempDir::new().expect("temp dir");
+    let token = "a-token-of-thirty-two-characters";
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("write the token");
+    let file = file.to_string_lossy().into_owned();
+    let from_file = HttpServer::start(&[("echo.lua", ECHO)], &["--token-file", &file], &[]);
+    let from_env = HttpServer::start(&[("echo.lua", ECHO)], &[], &[("TOOLCELL_TOKEN", token)]);
+    for server in [&from_file, &from_env] {
+        for headers in [
+            vec![],
+            vec![("Authorization", "Bearer a-token-of-thirty-two-characterz")],
+            vec![("Authorization", token)],
+        ] {
+            let (status, body) = server.open_session(&headers).await.expect_err("refused");
+            assert_eq!(status, 401, "{headers:?}: {body}");
+        }
+        let bearer = format!("Bearer {token}");
+        server
+            .open_session(&[("Authorization", &bearer)])
+            .await
+            .expect("the token opens a session");
+    }
+}
+
+/// `toolcell serve --plugins DIR ARGS` with no stdin, the test cache, and `env` over an
+/// environment without a log filter or token.
+fn serve_command(plugins: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(TOOLCELL);
+    command
         .args(["serve", "--plugins"])
-        .arg(plugins.path())
-        .args(["--http", "0.0.0.0:0", "--allow-remote"])
+        .arg(plugins)
+        .args(args)
         .env("TOOLCELL_CACHE_DIR", cache_dir())
         .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start toolcell serve");
-    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-    let (sender, lines) = mpsc::channel();
-    thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = sender.send(line);
-        }
-    });
-    let mut seen = Vec::new();
-    while !seen
-        .iter()
-        .any(|line: &String| line.contains("serving MCP at"))
-    {
-        match lines.recv_timeout(HANG_LIMIT) {
-            Ok(line) => seen.push(line),
-            Err(_) => break,
-        }
+        .env_remove("TOOLCELL_TOKEN")
+        .stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    command
+}
+
+/// Runs `toolcell serve` with `args` (and `env`) that must be refused; returns stderr.
+fn refused_serve(args: &[&str], env: &[(&str, &str)]) -> String {
+    let plugins = TempDir::new().expect("temp dir");
+    let output = serve_command(plugins.path(), args, env)
+        .output()
+        .expect("run toolcell serve");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_remote_address_needs_allow_remote_and_a_token() {
+    let stderr = refused_serve(&["--http", "0.0.0.0:0"], &[]);
     assert!(
-        seen.iter()
-            .any(|line| line.contains("not loopback") && line.contains("anyone who can reach it")),
-        "{seen:?}"
+        stderr.contains("not a loopback address") && stderr.contains("--allow-remote"),
+        "{stderr}"
+    );
+    let stderr = refused_serve(&["--http", "0.0.0.0:0", "--allow-remote"], &[]);
+    assert!(
+        stderr.contains("--allow-remote needs a bearer token")
+            && stderr.contains("--token-file FILE or in TOOLCELL_TOKEN"),
+        "{stderr}"
+    );
+    let stderr = refused_serve(
+        &["--http", "0.0.0.0:0", "--allow-remote"],
+        &[("TOOLCELL_TOKEN", "short")],
+    );
+    assert!(stderr.contains("at least 16 characters"), "{stderr}");
+}
+
+#[test]
+fn http_on_a_remote_address_with_allow_remote_and_a_token_warns() {
+    let server = HttpServer::start(
+        &[],
+        &["--http", "0.0.0.0:0", "--allow-remote"],
+        &[("TOOLCELL_TOKEN", "a-token-of-thirty-two-characters")],
     );
     assert!(
-        seen.iter()
-            .any(|line| line.contains("serving MCP at http://0.0.0.0:")),
-        "{seen:?}"
+        server
+            .stderr
+            .iter()
+            .any(|line| line.contains("not loopback") && line.contains("has the bearer token")),
+        "{:?}",
+        server.stderr
     );
+    assert!(server.url.starts_with("http://0.0.0.0:"), "{}", server.url);
 }

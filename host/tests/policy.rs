@@ -430,7 +430,7 @@ fn metrics_on_a_remote_address_need_allow_remote() {
         output
             .stderr
             .contains("--metrics 0.0.0.0:0 is not a loopback address")
-            && output.stderr.contains("--allow-remote"),
+            && output.stderr.contains("--allow-remote-metrics"),
         "{output}"
     );
 }

@@ -8,6 +8,7 @@ use mlua::{Function, Lua, MultiValue, Table, UserData, UserDataMethods, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::ToolSpec;
+use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
 use crate::scheduler::{self, CallId, Ending, Strand};
 use crate::{json, ops, sandbox, tasks, watchdog};
@@ -172,7 +173,10 @@ fn write_file(lua: &Lua, (path, content): (Value, Value)) -> mlua::Result<MultiV
 fn path_argument(lua: &Lua, what: &str, path: Value) -> mlua::Result<String> {
     match path {
         Value::String(path) => match path.to_str() {
-            Ok(path) => Ok(path.to_string()),
+            Ok(path) => {
+                Copies::new(lua).charge(path.len())?;
+                Ok(path.to_string())
+            }
             Err(_) => Err(api_error(
                 lua,
                 format!("{what}: the path is not valid UTF-8"),
@@ -218,7 +222,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
     };
     let description = match spec.raw_get::<Value>("description")? {
         Value::Nil => String::new(),
-        Value::String(text) => text.to_string_lossy(),
+        Value::String(text) => Copies::new(lua).text(&text.as_bytes())?,
         other => return Err(field_error("description", "a string", &other)),
     };
     let params_schema = match spec.raw_get::<Value>("params_schema")? {
@@ -275,6 +279,9 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             format!("clm.tool_register: tool '{name}' is already registered"),
         ));
     }
+    // The spec stays in Rust memory for the plugin's life: it counts against its limit.
+    let kept = name.len() + description.len() + params_schema.as_ref().map_or(0, String::len);
+    copies::keep(lua, kept)?;
     let index = registry.specs.len();
     registry.by_name.insert(name.clone(), index);
     registry.specs.push(ToolSpec {
@@ -396,7 +403,7 @@ fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> 
     let hint = match &value {
         Value::String(text) => {
             watchdog::charge_bytes(text.as_bytes().len())?;
-            return Ok(text.to_string_lossy());
+            return Copies::new(lua).text(&text.as_bytes());
         }
         Value::Table(_) => " (json.encode(value) turns a table into a JSON string)",
         Value::Integer(_) | Value::Number(_) | Value::Boolean(_) => " (convert it with tostring)",
@@ -425,7 +432,7 @@ impl UserData for Ctx {
         methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
             if crate::runtime::debug_log_enabled(lua) {
-                let message = message.to_string()?;
+                let message = Copies::new(lua).display(&message)?;
                 watchdog::charge_host_call(message.len())?;
                 host::log(&message);
             }

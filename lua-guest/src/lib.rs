@@ -13,6 +13,7 @@
 #[cfg(target_arch = "wasm32")]
 mod allocator;
 mod api;
+mod copies;
 mod errors;
 pub mod json;
 #[cfg(target_arch = "wasm32")]
@@ -43,6 +44,10 @@ struct LuaGuest;
 impl bindings::Guest for LuaGuest {
     fn prepare() -> Result<(), String> {
         runtime::prepare()
+    }
+
+    fn lua_memory() -> u64 {
+        runtime::lua_memory()
     }
 }
 

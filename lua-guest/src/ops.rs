@@ -6,6 +6,7 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::{HttpRequest, HttpResponse};
+use crate::copies::Copies;
 use crate::errors::{api_error, type_name};
 use crate::scheduler::{self, CallId, Strand};
 use crate::watchdog;
@@ -108,9 +109,10 @@ fn http_request(
             format!("{what} expects a URL string, got {}", type_name(&url)),
         ));
     };
+    let mut copies = Copies::new(lua);
     let body = match (method.as_str(), body) {
         ("GET", _) => None,
-        (_, Value::String(body)) => Some(body.as_bytes().to_vec()),
+        (_, Value::String(body)) => Some(copies.bytes(&body.as_bytes())?),
         (_, other) => {
             return Err(api_error(
                 lua,
@@ -118,7 +120,7 @@ fn http_request(
             ));
         }
     };
-    let mut headers = header_list(lua, what, headers)?;
+    let mut headers = header_list(lua, &mut copies, what, headers)?;
     let has_content_type = headers
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("content-type"));
@@ -128,7 +130,7 @@ fn http_request(
     let running = running_strand(lua, what)?;
     let request = HttpRequest {
         method,
-        url: url.to_string_lossy(),
+        url: copies.text(&url.as_bytes())?,
         headers,
         body,
     };
@@ -152,7 +154,12 @@ fn http_request(
 }
 
 /// Reads an optional table of header-name to header-value strings.
-fn header_list(lua: &Lua, what: &str, headers: Value) -> mlua::Result<Vec<(String, String)>> {
+fn header_list(
+    lua: &Lua,
+    copies: &mut Copies,
+    what: &str,
+    headers: Value,
+) -> mlua::Result<Vec<(String, String)>> {
     let table = match headers {
         Value::Nil => return Ok(Vec::new()),
         Value::Table(table) => table,
@@ -179,7 +186,10 @@ fn header_list(lua: &Lua, what: &str, headers: Value) -> mlua::Result<Vec<(Strin
                 ),
             ));
         };
-        list.push((name.to_string_lossy(), value.to_string_lossy()));
+        list.push((
+            copies.text(&name.as_bytes())?,
+            copies.text(&value.as_bytes())?,
+        ));
     }
     list.sort();
     Ok(list)

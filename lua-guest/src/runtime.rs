@@ -85,14 +85,44 @@ pub fn prepare() -> Result<(), String> {
 fn prepared_state() -> mlua::Result<Lua> {
     let (lua, yield_fn) = sandbox::new_state()?;
     api::install(&lua, yield_fn)?;
-    lua.gc_set_mode(mlua::state::GcMode::Incremental(
-        mlua::state::GcIncParams::default().pause(1000),
-    ));
-    // Finish the collector's cycle now: a plugin's load then allocates far less than it
-    // takes to start the next one, so it does not walk (and, in a snapshot, touch and
-    // copy) every page of the prepared state.
+    set_gc_pause(&lua, LOAD_GC_PAUSE);
+    // Finish the collector's cycle now: with the long pause a plugin's load then
+    // allocates far less than it takes to start the next one, so it does not walk
+    // (and, in a snapshot, touch and copy) every page of the prepared state.
     lua.gc_collect()?;
     Ok(lua)
+}
+
+/// The collector's pause while the runtime prepares and a plugin loads, in percent of
+/// the memory in use after a cycle: the next cycle starts at ten times that, so a load
+/// never starts one.
+const LOAD_GC_PAUSE: i32 = 1000;
+
+/// The pause once the plugin has loaded: Lua's default, the next cycle at twice the
+/// memory in use. A longer pause cannot be bounded: the objects a cycle finds dead
+/// but with a finalizer (every `ctx` and task handle, which are userdata, and any
+/// table with `__gc`) survive it to be finalized and count in the memory the next
+/// pause is measured from, so when more than 1/(pause - 1) of a call's garbage has a
+/// finalizer, each cycle starts later than the one before. With a pause of ten times,
+/// a trivial call's `ctx` alone made that happen, and the plugin reached its memory
+/// limit after a few tens of thousands of calls.
+const CALL_GC_PAUSE: i32 = 200;
+
+fn set_gc_pause(lua: &Lua, pause: i32) {
+    lua.gc_set_mode(mlua::state::GcMode::Incremental(
+        mlua::state::GcIncParams::default().pause(pause),
+    ));
+}
+
+/// The bytes the Lua state holds now (0 before `prepare`), garbage the collector has
+/// not reached yet included: with the pause of [`CALL_GC_PAUSE`], at most about twice
+/// what is live.
+pub fn lua_memory() -> u64 {
+    RUNTIME.with_borrow(|runtime| {
+        runtime
+            .as_ref()
+            .map_or(0, |runtime| runtime.lua.used_memory() as u64)
+    })
 }
 
 /// Tells the prepared state which plugin it runs, runs the plugin's load-time code
@@ -110,6 +140,7 @@ pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
         })
         .ok_or_else(|| LoadError::Failed("the plugin is already loaded".to_string()))?;
     let loaded = load_plugin(&lua, request);
+    set_gc_pause(&lua, CALL_GC_PAUSE);
     // Only now: preparing the state and loading the plugin reuse what they free for any
     // size, which keeps the memory image and a load's fresh pages small.
     #[cfg(target_arch = "wasm32")]

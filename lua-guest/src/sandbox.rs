@@ -7,6 +7,7 @@
 use mlua::{Function, Lua, LuaOptions, StdLib, Value};
 
 use crate::bindings::toolcell::plugin::host;
+use crate::copies::Copies;
 use crate::{errors, watchdog};
 
 /// Globals removed after the safe libraries are loaded (clm-tool(5), "Sandbox").
@@ -43,27 +44,40 @@ pub fn new_state() -> mlua::Result<(Lua, Function)> {
 /// `print` writes to the debug log, never to stdout (stdout carries tool results and,
 /// later, the MCP protocol).
 fn print(lua: &Lua, values: mlua::Variadic<Value>) -> mlua::Result<()> {
-    if crate::runtime::debug_log_enabled(lua) {
-        let texts: mlua::Result<Vec<String>> = values.iter().map(Value::to_string).collect();
-        let line = texts?.join("\t");
-        watchdog::charge_host_call(line.len())?;
-        host::log(&line);
+    if !crate::runtime::debug_log_enabled(lua) {
+        return Ok(());
     }
+    let mut copies = Copies::new(lua);
+    let texts = values
+        .iter()
+        .map(|value| copies.display(value))
+        .collect::<mlua::Result<Vec<String>>>()?;
+    let line = copies.join(&texts, "\t")?;
+    watchdog::charge_host_call(line.len())?;
+    host::log(&line);
     Ok(())
 }
 
 /// `warn` (Lua 5.4) also goes to the debug log; its "@on"/"@off" control messages are
 /// accepted and ignored.
 fn warn(lua: &Lua, parts: mlua::Variadic<mlua::LuaString>) -> mlua::Result<()> {
-    let text: Vec<u8> = parts
-        .iter()
-        .flat_map(|part| part.as_bytes().to_vec())
-        .collect();
-    watchdog::charge_bytes(text.len())?;
-    if text.first() != Some(&b'@') && crate::runtime::debug_log_enabled(lua) {
-        watchdog::charge(watchdog::HOST_CALL)?;
-        host::log(&format!("warning: {}", String::from_utf8_lossy(&text)));
+    let control = parts
+        .first()
+        .is_some_and(|part| part.as_bytes().first() == Some(&b'@'));
+    if control || !crate::runtime::debug_log_enabled(lua) {
+        return Ok(());
     }
+    let mut copies = Copies::new(lua);
+    let length = parts.iter().map(|part| part.as_bytes().len()).sum();
+    copies.charge(length)?;
+    watchdog::charge_bytes(length)?;
+    let mut bytes = Vec::new();
+    for part in parts.iter() {
+        bytes.extend_from_slice(&part.as_bytes());
+    }
+    let texts = ["warning: ".to_string(), copies.text(&bytes)?];
+    watchdog::charge(watchdog::HOST_CALL)?;
+    host::log(&copies.join(&texts, "")?);
     Ok(())
 }
 

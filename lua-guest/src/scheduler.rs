@@ -201,10 +201,24 @@ enum Finish {
 /// Runs the ready coroutines of `id` until none is ready, and reports where the call
 /// stands. Ends (and forgets) the call when its main coroutine ends or it times out.
 pub fn run(lua: &Lua, id: CallId) -> CallState {
-    match run_until_blocked(lua, id) {
+    let state = match run_until_blocked(lua, id) {
         Ok(state) => state,
         Err(error) => end_call(id, failed(lua, &error)),
+    };
+    if matches!(state, CallState::OutOfMemory) {
+        reclaim(lua);
     }
+    state
+}
+
+/// Frees what a call that ran out of memory left for the collector. The collections
+/// Lua makes when an allocation fails at the limit do not run finalizers, so objects
+/// with one (userdata, tables with `__gc`) stay, and would fill the memory for every
+/// later call. A full collection runs them; the second frees what they released.
+fn reclaim(lua: &Lua) {
+    // A finalizer's error is Lua's to report (as a warning), not the call's.
+    let _ = lua.gc_collect();
+    let _ = lua.gc_collect();
 }
 
 /// `state`, unless the watchdog stopped the step: then the call ends as timed out,

@@ -302,6 +302,77 @@ async fn running_out_of_lua_memory_is_a_catchable_error() {
     assert_eq!(output(&runtime, "small", "{}").await, "fine");
 }
 
+/// Every call leaves garbage for Lua's collector, some of it with a finalizer (each
+/// `ctx` is userdata). With a collector that let such garbage push each cycle further
+/// out, a plugin called often enough filled its memory and then failed every call; at
+/// 256 KiB that took a few thousand calls.
+#[tokio::test]
+async fn a_plugin_called_ten_thousand_times_keeps_its_memory() {
+    let fixture = Fixture::new(&[(
+        "greeter.lua",
+        r#"
+        clm.tool_register("greet", { invoke = function(args, ctx)
+          ctx:complete("Hello, " .. args.name .. "!")
+        end })
+        "#,
+    )]);
+    let limit = 256 * 1024;
+    let runtime = fixture
+        .load_with(|builder| builder.limits(Limits::default().with_memory(limit)))
+        .await;
+    let plugin = runtime
+        .tool("greet")
+        .expect("greet is registered")
+        .plugin
+        .clone();
+    for _ in 0..10_000 {
+        assert_eq!(
+            output(&runtime, "greet", r#"{"name":"again"}"#).await,
+            "Hello, again!"
+        );
+    }
+    let memory = runtime
+        .memory(&plugin)
+        .expect("the plugin is loaded")
+        .await
+        .expect("the plugin has an instance");
+    let lua = memory.lua.expect("the Lua runtime reports its memory");
+    assert!(
+        lua < limit / 2,
+        "after 10000 calls the plugin holds {lua} bytes of its {limit}"
+    );
+}
+
+/// When a call runs out of memory, what it left with a finalizer must not keep the
+/// memory from later calls: the collections Lua makes at the limit never run
+/// finalizers.
+#[tokio::test]
+async fn garbage_with_finalizers_is_freed_after_a_call_runs_out_of_memory() {
+    let fixture = Fixture::new(&[(
+        "finalizers.lua",
+        r#"
+        local finalized = 0
+        local counted = { __gc = function() finalized = finalized + 1 end }
+        clm.tool_register("hog", { invoke = function(_, ctx)
+          local t = {}
+          for i = 1, 1e9 do t[i] = setmetatable({ string.rep("x", 100) .. i }, counted) end
+        end })
+        clm.tool_register("quarter", { invoke = function(_, ctx)
+          local s = string.rep("y", 2 * 1024 * 1024)
+          ctx:complete(#s .. " " .. tostring(finalized > 0))
+        end })
+        "#,
+    )]);
+    let runtime = fixture.load().await;
+    assert_eq!(
+        failure(&runtime, "hog", "{}").await,
+        "out of memory: the plugin reached its memory limit of 8 MiB"
+    );
+    // A quarter of the limit is free again (the string and the buffer it was built
+    // in), and the finalizers ran.
+    assert_eq!(output(&runtime, "quarter", "{}").await, "2097152 true");
+}
+
 #[tokio::test]
 async fn the_memory_limit_is_configurable() {
     let fixture = Fixture::new(&[(
@@ -515,6 +586,8 @@ async fn print_and_ctx_log_go_to_the_debug_log_only() {
         .load_with(|builder| builder.debug_log(Some(log.clone())))
         .await;
     assert_eq!(output(&runtime, "talk", "{}").await, "done");
+    // The log is written by a thread of its own; dropping the runtime waits for it.
+    drop(runtime);
     let text = std::fs::read_to_string(&log).expect("the debug log exists");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");

@@ -89,6 +89,20 @@ clm.tool_register("nap", {
 })
 """
 
+CHATTY = """
+clm.tool_register("chatty", {
+  description = "Logs three lines, then answers",
+  invoke = function(_, ctx)
+    ctx:log("started")
+    clm.sleep(50)
+    print("working")
+    clm.sleep(50)
+    warn("almost done")
+    ctx:complete("chatted")
+  end,
+})
+"""
+
 ADDED_V1 = """
 clm.tool_register("added", {
   description = "first version",
@@ -153,11 +167,24 @@ class NeverServer:
 
 
 class Notifications:
-    """Tool-list changes as the client receives them, whatever the protocol version."""
+    """Tool-list changes and log lines as the client receives them, whatever the
+    protocol version."""
 
     def __init__(self) -> None:
         self.count = 0
         self.changed = anyio.Event()
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+        self.logged = anyio.Event()
+
+    async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+        self.logged.set()
+
+    async def wait_for_logs(self, count: int) -> None:
+        with anyio.fail_after(HANG):
+            while len(self.logs) < count:
+                self.logged = anyio.Event()
+                await self.logged.wait()
 
     def note(self) -> None:
         self.count += 1
@@ -208,7 +235,7 @@ async def run_checks(client: Client, mode: str, plugins: Path, never: NeverServe
 
     # tools/list
     tools = await tool_names(client)
-    check(set(tools) == {"greet", "greet_count", "fail", "fetch", "nap"},
+    check(set(tools) == {"greet", "greet_count", "fail", "fetch", "nap", "chatty"},
           f"every tool that is not hidden, got {sorted(tools)}")
     greet = tools["greet"]
     check(greet.description == "Greet someone by name", f"description: {greet.description!r}")
@@ -240,14 +267,36 @@ async def run_checks(client: Client, mode: str, plugins: Path, never: NeverServe
     check(text_of(result) == "1", f"greet ran only for the valid call, count: {text_of(result)!r}")
     ok("validation failure never reaches the plugin")
 
-    # an unknown tool is a protocol error
-    try:
-        await call(client, "no_such_tool", {})
-    except MCPError as error:
-        check("unknown tool 'no_such_tool'" in str(error), f"unknown tool error: {error}")
-    else:
-        raise AssertionError("calling an unknown tool must fail")
-    ok("unknown tool")
+    # an unknown tool is a protocol error; so is a hidden one, which is for plugin code
+    for name, expected in [
+        ("no_such_tool", "unknown tool 'no_such_tool'"),
+        ("secret", "unknown tool 'secret'"),
+        ("n" * 1000, "unknown tool '" + "n" * 64 + "…' (a name of 1000 characters)"),
+    ]:
+        try:
+            await call(client, name, {})
+        except MCPError as error:
+            check(error.error.code == types.INVALID_PARAMS, f"unknown tool error code: {error.error!r}")
+            check(expected in str(error) and "n" * 65 not in str(error), f"unknown tool error: {error}")
+        else:
+            raise AssertionError(f"calling {name[:20]} must fail")
+    ok("unknown and hidden tools")
+
+    # what a plugin logs during the call, at the level asked for
+    if mode == "legacy":
+        await client.set_logging_level("info")
+    result = await call(client, "chatty", {})
+    check(text_of(result) == "chatted", f"chatty: {result!r}")
+    # (In discovery mode every request asked for logs: greet's print is there too.)
+    chatty = [log for log in notes.logs if log.data["tool"] == "chatty"]
+    with anyio.fail_after(HANG):
+        while len(chatty) < 3:
+            await notes.wait_for_logs(len(notes.logs) + 1)
+            chatty = [log for log in notes.logs if log.data["tool"] == "chatty"]
+    lines = [(log.level, log.logger, log.data["message"]) for log in chatty]
+    check(lines == [("info", "wait", "started"), ("info", "wait", "working"),
+                    ("warning", "wait", "almost done")], f"log lines: {lines}")
+    ok("plugin logs as notifications/message")
 
     # progress for a long call
     progress: list[float] = []
@@ -259,6 +308,8 @@ async def run_checks(client: Client, mode: str, plugins: Path, never: NeverServe
     check(text_of(result) == "rested", f"nap: {result!r}")
     check(len(progress) >= 1, "a call with a progress token that runs 1.3 s reports progress")
     check(progress == sorted(progress) and progress[0] > 0, f"progress increases: {progress}")
+    # The first one comes 50 ms after the start, not after a whole interval (0.5 s).
+    check(progress[0] < 0.4, f"the first progress notification comes early: {progress}")
     ok(f"progress ({len(progress)} notifications)")
 
     # cancellation reaches the sandbox: the plugin's HTTP request is aborted
@@ -348,7 +399,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as plugins_dir, tempfile.TemporaryDirectory() as root:
         plugins = Path(plugins_dir)
         (plugins / "greet.lua").write_text(GREET)
-        (plugins / "wait.lua").write_text(WAIT)
+        (plugins / "wait.lua").write_text(WAIT + CHATTY)
         env = dict(os.environ)
         for name in ("CLM_DEBUG_LOG", "TOOLCELL_DEBUG_LOG", "RUST_LOG"):
             env.pop(name, None)
@@ -373,11 +424,13 @@ async def main() -> None:
 async def session(server: Any, mode: str, plugins: Path, never: NeverServer, notes: Notifications) -> None:
     if mode == "legacy":
         # Sessions that began with `initialize` get list changes as plain notifications.
-        async with Client(server, mode=mode, message_handler=notes.handler) as client:
+        async with Client(server, mode=mode, message_handler=notes.handler,
+                          logging_callback=notes.on_log) as client:
             await run_checks(client, mode, plugins, never, notes)
         return
-    # 2026-07-28: the client opts in with `subscriptions/listen`.
-    async with Client(server, mode=mode) as client:
+    # 2026-07-28: the client opts in with `subscriptions/listen`, and asks for logs in
+    # each request's `_meta`.
+    async with Client(server, mode=mode, logging_callback=notes.on_log, log_level="info") as client:
         async with client.listen(tools_list_changed=True) as subscription:
             check(subscription.honored.tools_list_changed is True,
                   f"the server honors tools_list_changed: {subscription.honored!r}")

@@ -262,6 +262,29 @@ async fn an_invalid_schema_is_reported_at_load_and_only_that_tool_is_dropped() {
 }
 
 #[tokio::test]
+async fn a_schema_over_budget_is_refused_at_reload_as_at_load() {
+    let huge = r#"
+        clm.tool_register("named", {
+          params_schema = { type = "object", properties = { name = { type = "string", pattern = "^[\\p{L}\\p{N}]{0,120}$" } } },
+          invoke = function(_, ctx) ctx:complete("named") end,
+        })
+        "#;
+    let fixture = Fixture::new(&[("named.lua", &answer("named", "small"))]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "named", "{}").await, "small");
+
+    fixture.add_plugin("named.lua", huge);
+    let diagnostics = reload(&mut runtime, &fixture, "named.lua").await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].kind, DiagnosticKind::ToolRejected);
+    assert_eq!(
+        diagnostics[0].message,
+        r#"tool 'named' of plugin named.lua is over its schema budget and is not registered: the pattern "^[\\p{L}\\p{N}]{0,120}$" at `/properties/name/pattern` compiles to more than 2 MiB (the limit per pattern)"#
+    );
+    assert!(runtime.tool("named").is_none());
+}
+
+#[tokio::test]
 async fn a_changed_sidecar_manifest_reloads_its_script() {
     let fixture = Fixture::new(&[("word.lua", &answer("word", "same"))]);
     let mut runtime = fixture.load().await;

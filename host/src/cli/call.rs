@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::{PluginArgs, prompt, usage_error};
+use crate::CallOptions;
 use crate::policy::{Answer, Approvals};
 
 #[derive(Args)]
@@ -22,6 +23,10 @@ pub(super) struct CallArgs {
     /// "allow", instead of asking on the terminal
     #[arg(long, short = 'y')]
     yes: bool,
+    /// Also reach a tool registered with `hidden = true` (for testing: hidden tools
+    /// are for plugin code, and a model, through MCP, cannot call them).
+    #[arg(long)]
+    include_hidden: bool,
 }
 
 /// Prints the result and exits 0, or prints "[tool failed: MESSAGE]" and exits 1 (a
@@ -42,7 +47,12 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode
             "it needs approval and there is no terminal to ask on (pass --yes to allow it)",
         )
     };
-    let call = match tools.call_with(&Arc::new(approvals), &args.tool, &args.args) {
+    let options = CallOptions {
+        refuse_hidden: !args.include_hidden,
+        approvals: Some(Arc::new(approvals)),
+        ..CallOptions::default()
+    };
+    let call = match tools.call_with(&args.tool, &args.args, options) {
         Ok(call) => call,
         Err(error) => return usage_error(&error.to_string()),
     };

@@ -13,6 +13,7 @@ mod pack;
 mod prompt;
 #[cfg(feature = "oci")]
 mod registry;
+mod result;
 mod serve;
 mod sign;
 
@@ -59,6 +60,8 @@ enum Command {
     New(new::NewArgs),
     /// Pack a Lua plugin (or a component and a manifest) into one .wasm file.
     Pack(pack::PackArgs),
+    /// Print the whole output of a result the model saw cut (its id is in the notice).
+    Result(result::ResultArgs),
     /// Show a plugin file's id, version, tools, capabilities, WIT version and digest.
     Inspect(inspect::InspectArgs),
     /// Sign a .wasm plugin with an Ed25519 key.
@@ -235,6 +238,7 @@ pub fn main() -> ExitCode {
         Command::New(args) => new::run(args),
         Command::Pack(args) => pack::run(&runtime, args),
         Command::Inspect(args) => inspect::run(&runtime, args),
+        Command::Result(args) => result::run(args),
         Command::Sign(args) => sign::sign(args),
         Command::Verify(args) => sign::verify(args),
         Command::Keygen(args) => sign::keygen(args),

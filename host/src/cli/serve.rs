@@ -1,6 +1,7 @@
 //! `toolcell serve`: an MCP server over stdio (default) or streamable HTTP.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -8,12 +9,20 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{PluginArgs, usage_error};
-use crate::mcp::{self, AskFallback, HttpServer, Lifecycle, ServeOptions, Shared};
+use crate::mcp::{
+    self, AskFallback, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared,
+};
 use crate::{Runtime, RuntimeBuilder, reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
 /// Kubernetes gives a pod by default, with room for the rest of the exit.
 const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 20;
+
+/// The environment variable that may hold the bearer token of `--http`.
+const TOKEN_VARIABLE: &str = "TOOLCELL_TOKEN";
+
+/// The shortest bearer token accepted.
+const MIN_TOKEN_CHARS: usize = 16;
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -23,10 +32,19 @@ pub(super) struct ServeArgs {
     /// instead of stdio. Loopback addresses only, unless --allow-remote.
     #[arg(long, value_name = "IP:PORT")]
     http: Option<SocketAddr>,
-    /// Allow --http on an address that is not loopback. There is no authentication:
-    /// whoever can reach the address can run every tool.
+    /// Allow --http on an address that is not loopback. Needs a bearer token
+    /// (--token-file or TOOLCELL_TOKEN): whoever has it can run every tool.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// With --http: every request to /mcp must carry `Authorization: Bearer TOKEN`,
+    /// TOKEN being this file's content (surrounding whitespace removed; at least 16
+    /// characters). The environment variable TOOLCELL_TOKEN can hold it instead.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// With --http: how many sessions may be open at once; another `initialize` is
+    /// refused (HTTP 503) until one ends.
+    #[arg(long, value_name = "N", requires = "http", default_value_t = mcp::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
     /// Reload a plugin when its file is added, changed or removed, and tell clients
     /// (notifications/tools/list_changed).
     #[arg(long)]
@@ -40,9 +58,13 @@ pub(super) struct ServeArgs {
     #[arg(long, value_enum, value_name = "ALLOW|DENY", default_value_t = AskFallback::Deny)]
     ask_fallback: AskFallback,
     /// Also serve the runtime's metrics in Prometheus' text format at
-    /// http://ADDR/metrics (a loopback address unless --allow-remote)
-    #[arg(long, value_name = "ADDR")]
+    /// http://IP:PORT/metrics. Loopback addresses only, unless --allow-remote-metrics
+    #[arg(long, value_name = "IP:PORT")]
     metrics: Option<SocketAddr>,
+    /// Allow --metrics on an address that is not loopback: whoever reaches it reads
+    /// which tools exist and how their calls went (it runs nothing)
+    #[arg(long, requires = "metrics")]
+    allow_remote_metrics: bool,
     /// Benchmarks only: also serve the tool "toolcell-floor", which answers without
     /// entering a sandbox.
     #[arg(long, hide = true)]
@@ -62,14 +84,26 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     }
     if let Some(addr) = args.metrics
         && !addr.ip().is_loopback()
-        && !args.allow_remote
+        && !args.allow_remote_metrics
     {
         return usage_error(&format!(
-            "--metrics {addr} is not a loopback address; anyone who can reach it could read which tools run and how (pass --allow-remote to serve there anyway)"
+            "--metrics {addr} is not a loopback address; anyone who can reach it could read which tools run and how (pass --allow-remote-metrics to serve there anyway)"
         ));
     }
+    let token = match args.http.map(|_| bearer_token(args.token_file.as_deref())) {
+        Some(Ok(token)) => token,
+        Some(Err(message)) => return usage_error(&message),
+        None => None,
+    };
+    if args.allow_remote && token.is_none() {
+        return usage_error(&format!(
+            "--allow-remote needs a bearer token: give it with --token-file FILE or in {TOKEN_VARIABLE}"
+        ));
+    }
+    // Plugins log to the router, which forwards to the MCP clients that ask.
+    let logs = Arc::new(LogRouter::default());
     let builder = match args.plugins.builder(&[]) {
-        Ok(builder) => builder,
+        Ok(builder) => builder.log_listener(logs.clone()),
         Err(message) => return usage_error(&message),
     };
     let options = ServeOptions {
@@ -85,7 +119,12 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
         match args.http {
             Some(addr) => {
                 let grace = Duration::from_secs(args.shutdown_grace);
-                serve_http(builder, options, addr, args.allow_remote, grace, metrics).await
+                let http = HttpOptions {
+                    any_host: args.allow_remote,
+                    max_sessions: args.max_sessions,
+                    token,
+                };
+                serve_http(builder, logs, options, addr, http, grace, metrics).await
             }
             None => {
                 let tools = builder.build().await.map_err(|error| error.to_string())?;
@@ -93,7 +132,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
                 if let Some(metrics) = metrics {
                     metrics.serve(&tools);
                 }
-                let shared = Shared::new(tools.clone(), options, Lifecycle::new());
+                let shared = Shared::new(tools.clone(), logs, options, Lifecycle::new());
                 let _watcher = watch(args.watch, &tools, &shared, None)?;
                 mcp::serve_stdio(shared).await
             }
@@ -103,6 +142,29 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => usage_error(&message),
     }
+}
+
+/// The bearer token of `--token-file`, else of the environment, if either gives one.
+fn bearer_token(file: Option<&Path>) -> Result<Option<Arc<str>>, String> {
+    let (token, source) = match file {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|error| {
+                format!("--token-file {}: cannot read it: {error}", file.display())
+            })?;
+            (text, format!("--token-file {}", file.display()))
+        }
+        None => match std::env::var(TOKEN_VARIABLE) {
+            Ok(text) if !text.is_empty() => (text, TOKEN_VARIABLE.to_string()),
+            _ => return Ok(None),
+        },
+    };
+    let token = token.trim();
+    if token.chars().count() < MIN_TOKEN_CHARS || token.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "{source}: a bearer token is at least {MIN_TOKEN_CHARS} characters, without whitespace"
+        ));
+    }
+    Ok(Some(Arc::from(token)))
 }
 
 /// Starts hot reload when asked; `lifecycle` is told when a reload is being applied.
@@ -135,9 +197,10 @@ fn watch(
 /// is cancelled and the server exits.
 async fn serve_http(
     builder: RuntimeBuilder,
+    logs: Arc<LogRouter>,
     options: ServeOptions,
     addr: SocketAddr,
-    remote: bool,
+    http: HttpOptions,
     grace: Duration,
     metrics: Option<Metrics>,
 ) -> Result<(), String> {
@@ -147,13 +210,13 @@ async fn serve_http(
     let bound = listener
         .local_addr()
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
-    if remote && !bound.ip().is_loopback() {
+    if !bound.ip().is_loopback() {
         tracing::warn!(
-            "serving MCP on {bound}, which is not loopback: anyone who can reach it can run every tool"
+            "serving MCP on {bound}, which is not loopback: whoever can reach it and has the bearer token can run every tool"
         );
     }
     let lifecycle = Lifecycle::new();
-    let server = HttpServer::new(lifecycle.clone(), remote);
+    let server = HttpServer::new(lifecycle.clone(), http);
     let serving = tokio::spawn(server.clone().serve(listener));
     eprintln!(
         "toolcell: listening on http://{bound} ({} and {} answer; loading plugins)",
@@ -170,7 +233,7 @@ async fn serve_http(
     if let Some(metrics) = metrics {
         metrics.serve(&tools);
     }
-    let shared = Shared::new(tools.clone(), options, lifecycle.clone());
+    let shared = Shared::new(tools.clone(), logs, options, lifecycle.clone());
     let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
     server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);

@@ -1,9 +1,21 @@
 //! MCP over streamable HTTP: the SDK's `StreamableHttpService` at `/mcp`, served by
-//! hyper on one listening socket, beside the probes `/healthz` and `/readyz`.
+//! hyper on one listening socket, beside the probes `/healthz` and `/readyz`, with what
+//! the SDK does not do in front of it:
 //!
-//! The address is loopback unless the user said otherwise (`--allow-remote`): there is
-//! no authentication, so whoever reaches the port can run every tool. On loopback the
-//! SDK also checks the `Host` header (against DNS rebinding from web pages).
+//! - accepted connections set `TCP_NODELAY`, and each response's body goes out in as
+//!   few writes as it is ready in: otherwise Nagle's algorithm holds the end of a
+//!   response until the client's delayed acknowledgement (40 ms) for clients that do
+//!   not tune their own sockets;
+//! - a POSTed JSON-RPC message passes `jsonrpc::check` first: one that fails is a 400
+//!   (413 when too large) whose body is the JSON-RPC error saying why;
+//! - at most [`HttpOptions::max_sessions`] sessions live at once: another `initialize`
+//!   is a 503 until one ends (DELETE, or [`SESSION_IDLE`] without a request);
+//! - with a bearer token, a request to `/mcp` without it is a 401 (the token is
+//!   compared in constant time; the probes need none).
+//!
+//! The address is loopback unless the user said otherwise (`--allow-remote`, which
+//! needs a token). On loopback the SDK also checks the `Host` header (against DNS
+//! rebinding from web pages).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -11,20 +23,23 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Frame, Incoming, SizeHint};
-use hyper::header::{HeaderValue, RETRY_AFTER};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, RequestId};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::jsonrpc::{self, MAX_MESSAGE_BYTES, Rejection};
 use super::lifecycle::{Lifecycle, RequestGuard};
 use super::server::ToolServer;
 
@@ -38,11 +53,42 @@ pub const HEALTH_ENDPOINT: &str = "/healthz";
 /// applied and the server is not shutting down, else 503 and why.
 pub const READY_ENDPOINT: &str = "/readyz";
 
+/// How long a session may go without a request before it ends.
+pub const SESSION_IDLE: Duration = SessionConfig::DEFAULT_KEEP_ALIVE;
+
+/// How many sessions may live at once unless the user says otherwise.
+pub const DEFAULT_MAX_SESSIONS: u32 = 256;
+
+/// How long a POST's response waits for its body before its head is sent (see
+/// [`joined`]).
+const JOIN_WAIT: Duration = Duration::from_millis(5);
+
 /// How long open connections get to finish once the sessions are closed.
 const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
+/// The header that names a session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 type Service = StreamableHttpService<ToolServer, LocalSessionManager>;
+
+/// How the HTTP server admits clients.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// Serve any `Host` header (for a server reachable under other names than
+    /// loopback): the DNS-rebinding check is off.
+    pub any_host: bool,
+    /// How many sessions may live at once.
+    pub max_sessions: u32,
+    /// The bearer token every request to the MCP endpoint must carry, if any.
+    pub token: Option<Arc<str>>,
+}
+
+/// The MCP endpoint, once the plugins are loaded: the SDK's service and its sessions.
+struct Mcp {
+    service: Service,
+    sessions: Arc<LocalSessionManager>,
+}
 
 /// One HTTP server through its life: probes from the start, MCP once the plugins are
 /// loaded ([`HttpServer::open`]), no new connections once draining
@@ -51,20 +97,19 @@ type Service = StreamableHttpService<ToolServer, LocalSessionManager>;
 #[derive(Clone)]
 pub struct HttpServer {
     lifecycle: Lifecycle,
-    mcp: Arc<OnceLock<Service>>,
-    any_host: bool,
+    mcp: Arc<OnceLock<Mcp>>,
+    options: Arc<HttpOptions>,
     stop_accepting: CancellationToken,
     closed: CancellationToken,
 }
 
 impl HttpServer {
-    /// A server whose readiness `lifecycle` tracks. `any_host` turns off the `Host`
-    /// header check (for a server reachable under other names than loopback).
-    pub fn new(lifecycle: Lifecycle, any_host: bool) -> HttpServer {
+    /// A server whose readiness `lifecycle` tracks, admitting clients as `options` say.
+    pub fn new(lifecycle: Lifecycle, options: HttpOptions) -> HttpServer {
         HttpServer {
             lifecycle,
             mcp: Arc::new(OnceLock::new()),
-            any_host,
+            options: Arc::new(options),
             stop_accepting: CancellationToken::new(),
             closed: CancellationToken::new(),
         }
@@ -73,17 +118,20 @@ impl HttpServer {
     /// Serves MCP over `shared` from now on, and marks the plugins loaded.
     pub fn open(&self, shared: Shared) {
         let mut config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(shared.shutdown.child_token());
-        if self.any_host {
+            .with_cancellation_token(shared.shutdown.child_token())
+            // `admit` reads the body first, with the same limit.
+            .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
+        if self.options.any_host {
             config = config.disable_allowed_hosts();
         }
+        let sessions = Arc::new(LocalSessionManager::default());
         let service = StreamableHttpService::new(
             move || Ok(ToolServer::new(shared.clone())),
-            Arc::new(LocalSessionManager::default()),
+            sessions.clone(),
             config,
         );
         // Opened once; a second call changes nothing.
-        let _ = self.mcp.set(service);
+        let _ = self.mcp.set(Mcp { service, sessions });
         self.lifecycle.loaded();
     }
 
@@ -114,6 +162,9 @@ impl HttpServer {
                     }
                 },
             };
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY on an MCP connection: {error}");
+            }
             let server = self.clone();
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let server = server.clone();
@@ -152,21 +203,7 @@ impl HttpServer {
                 ),
             },
             ENDPOINT => match self.mcp.get() {
-                Some(service) => {
-                    // A drain waits for a POST's response (a tool call's result) to be
-                    // sent; a GET is a stream of notifications that never ends by itself.
-                    if request.method() == Method::GET {
-                        return service.handle(request).await;
-                    }
-                    let in_flight = self.lifecycle.request();
-                    service.handle(request).await.map(|body| {
-                        Tracked {
-                            body,
-                            _in_flight: in_flight,
-                        }
-                        .boxed()
-                    })
-                }
+                Some(mcp) => self.serve_mcp(mcp, request).await,
                 None => {
                     let mut response = text(
                         StatusCode::SERVICE_UNAVAILABLE,
@@ -180,6 +217,231 @@ impl HttpServer {
             },
             _ => not_found(),
         }
+    }
+
+    async fn serve_mcp(&self, mcp: &Mcp, request: Request<Incoming>) -> Response<Body> {
+        if let Some(token) = &self.options.token
+            && !authorized(&request, token)
+        {
+            let mut response = text(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: this server needs `Authorization: Bearer TOKEN`\n".to_string(),
+            );
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+        // A drain waits for a POST's response (a tool call's result) to be sent; a GET
+        // is a stream of notifications that never ends by itself.
+        if request.method() == Method::GET {
+            return mcp.service.handle(request).await.map(coalesced);
+        }
+        let in_flight = self.lifecycle.request();
+        let response = if request.method() == Method::POST && is_json(&request) {
+            match self.admit(mcp, request).await {
+                Ok(request) => mcp.service.handle(request).await,
+                Err(refusal) => return refusal,
+            }
+        } else {
+            mcp.service.handle(request).await
+        };
+        joined(response).await.map(|body| {
+            Tracked {
+                body,
+                _in_flight: in_flight,
+            }
+            .boxed()
+        })
+    }
+
+    /// Reads a POSTed message and checks it; gives the request back with its body
+    /// read, or the response refusing it.
+    async fn admit(
+        &self,
+        mcp: &Mcp,
+        request: Request<Incoming>,
+    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
+        let (parts, body) = request.into_parts();
+        let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<LengthLimitError>() => {
+                return Err(refusal(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &Rejection::too_large(None),
+                ));
+            }
+            Err(error) => {
+                return Err(text(
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request body: {error}\n"),
+                ));
+            }
+        };
+        let message = jsonrpc::check(&bytes)
+            .map_err(|rejection| refusal(StatusCode::BAD_REQUEST, &rejection))?;
+        if let ClientJsonRpcMessage::Request(request) = &message
+            && matches!(request.request, ClientRequest::InitializeRequest(_))
+            && !parts.headers.contains_key(SESSION_HEADER)
+        {
+            self.room_for_a_session(mcp, &request.id).await?;
+        }
+        Ok(Request::from_parts(parts, Full::new(bytes)))
+    }
+
+    /// Refuses a new session when [`HttpOptions::max_sessions`] live.
+    async fn room_for_a_session(&self, mcp: &Mcp, id: &RequestId) -> Result<(), Response<Body>> {
+        let live = mcp.sessions.sessions.read().await.len();
+        if live < self.options.max_sessions as usize {
+            return Ok(());
+        }
+        let rejection = Rejection {
+            id: Some(id.clone()),
+            code: ErrorCode::INTERNAL_ERROR,
+            message: format!(
+                "too many sessions: {live} are open and the server allows {}; end one (DELETE {ENDPOINT} with its {SESSION_HEADER}) or wait until one has been idle for {} s",
+                self.options.max_sessions,
+                SESSION_IDLE.as_secs()
+            ),
+            silent: false,
+        };
+        Err(refusal(StatusCode::SERVICE_UNAVAILABLE, &rejection))
+    }
+}
+
+/// Whether `request` carries the bearer `token` (compared in constant time).
+fn authorized<B>(request: &Request<B>, token: &str) -> bool {
+    let Some(given) = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    given.as_bytes().ct_eq(token.as_bytes()).into()
+}
+
+fn is_json<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The response refusing a message: `rejection`'s JSON-RPC error as the body.
+fn refusal(status: StatusCode, rejection: &Rejection) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(rejection.to_json())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn coalesced(body: Body) -> Body {
+    Coalesced {
+        inner: body,
+        ready: None,
+        held: None,
+        ended: false,
+    }
+    .boxed()
+}
+
+/// `response` with as much of its body as comes within [`JOIN_WAIT`]: a response that
+/// ends by then (a call that ends at once) is sent whole, head and body in one write,
+/// with its length; the rest of a longer one follows as it is ready.
+async fn joined(response: Response<Body>) -> Response<Body> {
+    let (parts, mut body) = response.into_parts();
+    let mut ready = BytesMut::new();
+    let wait = tokio::time::sleep(JOIN_WAIT);
+    let mut wait = std::pin::pin!(wait);
+    let held = loop {
+        tokio::select! {
+            biased;
+            frame = body.frame() => match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => ready.extend_from_slice(&data),
+                    Err(frame) => break Some(frame),
+                },
+                None => return Response::from_parts(parts, Full::new(ready.freeze()).boxed()),
+            },
+            () = &mut wait => break None,
+        }
+    };
+    let rest = Coalesced {
+        inner: body,
+        ready: (!ready.is_empty()).then_some(ready),
+        held,
+        ended: false,
+    };
+    Response::from_parts(parts, rest.boxed())
+}
+
+/// A response body whose frames are joined while they are ready: an SSE response is
+/// written in one piece per burst of events (a priming event, a result and the end),
+/// not one write per event.
+struct Coalesced {
+    inner: Body,
+    /// Data read already, to go out first (with what is ready after it).
+    ready: Option<BytesMut>,
+    /// A frame that is not data (trailers), held back until the data before it went.
+    held: Option<Frame<Bytes>>,
+    /// Whether `inner` has ended (it is not polled again).
+    ended: bool,
+}
+
+impl hyper::body::Body for Coalesced {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let mut joined = self.ready.take();
+        if joined.is_none()
+            && let Some(frame) = self.held.take()
+        {
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        if self.ended || self.held.is_some() {
+            return Poll::Ready(joined.map(|data| Ok(Frame::data(data.freeze()))));
+        }
+        loop {
+            let frame = Pin::new(&mut self.inner).poll_frame(cx);
+            self.ended |= matches!(frame, Poll::Ready(None));
+            match frame {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(data) => joined
+                        .get_or_insert_with(BytesMut::new)
+                        .extend_from_slice(&data),
+                    Err(frame) => {
+                        let Some(data) = joined else {
+                            return Poll::Ready(Some(Ok(frame)));
+                        };
+                        self.held = Some(frame);
+                        return Poll::Ready(Some(Ok(Frame::data(data.freeze()))));
+                    }
+                },
+                Poll::Ready(None) | Poll::Pending if joined.is_some() => {
+                    let data = joined.take().map(BytesMut::freeze).unwrap_or_default();
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ready.is_none() && self.held.is_none() && (self.ended || self.inner.is_end_stream())
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 

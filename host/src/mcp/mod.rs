@@ -2,8 +2,12 @@
 //! Model Context Protocol, through the official Rust SDK (`rmcp`).
 //!
 //! - `server`: the protocol handler: `tools/list`, `tools/call` (arguments validated by
-//!   the runtime, cancellation, progress) and `notifications/tools/list_changed`;
-//! - `stdio`: the stdio transport, with the real stdout kept for the protocol alone;
+//!   the runtime, cancellation, progress), logging and
+//!   `notifications/tools/list_changed`;
+//! - `logging`: what plugins log, to the clients whose calls they serve;
+//! - `jsonrpc`: the checks every incoming message passes before rmcp sees it;
+//! - `stdio` and `lines`: the stdio transport, with the real stdout kept for the
+//!   protocol alone;
 //! - `http`: the streamable HTTP transport, with the `/healthz` and `/readyz` probes;
 //! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
 //!   a drain on SIGTERM waits for;
@@ -13,11 +17,15 @@
 //!
 //! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
-//! changes from hot reload (`crate::reload`), and the server's shutdown signal.
+//! changes from hot reload (`crate::reload`), the router of plugin logs, and the
+//! server's shutdown signal.
 
 mod approval;
 mod http;
+mod jsonrpc;
 mod lifecycle;
+mod lines;
+mod logging;
 mod metrics;
 mod server;
 mod stdio;
@@ -28,8 +36,13 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::AskFallback;
-pub use http::{ENDPOINT, HEALTH_ENDPOINT, HttpServer, READY_ENDPOINT};
+pub use http::{
+    DEFAULT_MAX_SESSIONS, ENDPOINT, HEALTH_ENDPOINT, HttpOptions, HttpServer, READY_ENDPOINT,
+    SESSION_IDLE,
+};
+pub use jsonrpc::{MAX_DEPTH, MAX_MESSAGE_BYTES};
 pub use lifecycle::Lifecycle;
+pub use logging::LogRouter;
 pub use metrics::{METRICS_ENDPOINT, serve_metrics};
 pub use stdio::serve_stdio;
 
@@ -43,6 +56,7 @@ pub const FLOOR_TOOL: &str = "toolcell-floor";
 #[derive(Clone)]
 pub struct Shared {
     runtime: Arc<RwLock<Runtime>>,
+    logs: Arc<LogRouter>,
     changes: broadcast::Sender<()>,
     shutdown: CancellationToken,
     lifecycle: Lifecycle,
@@ -62,16 +76,18 @@ pub struct ServeOptions {
 }
 
 impl Shared {
-    /// The state of a server over `runtime`, whose readiness and calls in flight
-    /// `lifecycle` tracks.
+    /// The state of a server over `runtime`, which was built with `logs` as its log
+    /// listener, and whose readiness and calls in flight `lifecycle` tracks.
     pub fn new(
         runtime: Arc<RwLock<Runtime>>,
+        logs: Arc<LogRouter>,
         options: ServeOptions,
         lifecycle: Lifecycle,
     ) -> Shared {
         let (changes, _) = broadcast::channel(16);
         Shared {
             runtime,
+            logs,
             changes,
             shutdown: CancellationToken::new(),
             lifecycle,

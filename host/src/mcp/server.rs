@@ -1,6 +1,7 @@
 //! The MCP protocol handler: one [`ToolServer`] per session (stdio has one; streamable
 //! HTTP one per session or per request), all over the same [`Shared`] runtime.
 //!
+//! - `initialize`: once per session; a second one is refused.
 //! - `tools/list`: every tool that is not hidden and that the permission policy does
 //!   not deny, with its description and its parameters schema as the input schema
 //!   (`crate::schema::mcp_tool`).
@@ -9,7 +10,8 @@
 //!   `[tool failed: MESSAGE]`, the text `toolcell call` prints and clm-tool(5) says the
 //!   model sees, with `isError: true`. Arguments that fail the tool's schema give
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
-//!   the model can correct itself). An unknown tool is a protocol error (invalid params).
+//!   the model can correct itself). An unknown tool, or a hidden one (hidden tools are
+//!   for plugin code, not the model), is a protocol error (invalid params).
 //!   Each session has its own approvals (`approval`): a call the policy says to `ask`
 //!   about asks the client's user through elicitation, and "allow for the session"
 //!   lasts as long as the session.
@@ -18,33 +20,55 @@
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
 //!   family in the sandbox: its coroutines stop and its HTTP requests and timers are
 //!   aborted.
-//! - A request with a progress token gets `notifications/progress` every
-//!   [`PROGRESS_INTERVAL`] while the call runs: the seconds elapsed (plugins report no
-//!   progress of their own).
+//! - A request with a progress token gets `notifications/progress` while the call
+//!   runs: the first [`FIRST_PROGRESS`] after its start, then every
+//!   [`PROGRESS_INTERVAL`], the seconds elapsed (plugins report no progress of their
+//!   own).
+//! - `logging/setLevel` (or a log level in a request's `_meta`): what the call's plugin
+//!   logs arrives as `notifications/message` (`logging.rs`).
 //! - With `--watch`, `notifications/tools/list_changed` after a reload changed the tools:
 //!   to sessions that began with `initialize`, and on `subscriptions/listen` streams.
+//! - Anything else (prompts, resources, completions, unknown methods) is "method not
+//!   found", with what this server offers instead.
+
+// rmcp marks logging deprecated for protocol 2026-07-28 (SEP-2577); the protocol
+// versions this server speaks have it.
+#![allow(deprecated)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
+use rmcp::model::{LoggingLevel, SetLevelRequestParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::logging::{CallLog, Rate};
 use super::{FLOOR_TOOL, Shared, approval};
 use crate::policy::Approvals;
-use crate::{InvokeError, ToolInfo, schema};
+use crate::{CallOptions, InvokeError, ToolInfo, schema};
+
+/// How soon after its start a call with a progress token first reports progress (a
+/// call that ends sooner reports none).
+pub const FIRST_PROGRESS: Duration = Duration::from_millis(50);
 
 /// How often a call with a progress token reports that it is still running.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+
+/// What a client can ask of this server, for "method not found".
+const OFFERED: &str =
+    "this server offers tools only: initialize, ping, tools/list, tools/call, logging/setLevel";
 
 /// The handler of one MCP session.
 pub struct ToolServer {
@@ -56,6 +80,12 @@ pub struct ToolServer {
     /// Whether this session's list-changed forwarder runs (one per session, however
     /// often the client says `initialized`).
     forwarding: AtomicBool,
+    /// Whether `initialize` was answered: a second one is refused.
+    initialized: AtomicBool,
+    /// The level `logging/setLevel` asked for; none: no logs unless a request asks.
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// How many log lines the session may still be sent.
+    log_rate: Arc<Rate>,
     /// The session's approvals, made at its first call (when the client's
     /// capabilities are known).
     approvals: OnceLock<Arc<Approvals>>,
@@ -70,6 +100,9 @@ impl ToolServer {
             _session_guard: session.clone().drop_guard(),
             session,
             forwarding: AtomicBool::new(false),
+            initialized: AtomicBool::new(false),
+            log_level: Mutex::new(None),
+            log_rate: Arc::new(Rate::default()),
             approvals: OnceLock::new(),
         }
     }
@@ -96,10 +129,22 @@ impl ToolServer {
                 self.shared.options.ask_fallback,
             ))
         });
-        let started = self
-            .shared
-            .runtime()
-            .call_with(approvals, &request.name, &args);
+        let (mut log, started) = {
+            let runtime = self.shared.runtime();
+            let id = runtime.reserve_call_id();
+            // Listening starts before the call does: its first step may run at once.
+            let log = self.log_level(&context).map(|level| {
+                self.shared
+                    .logs
+                    .listen(id.get(), &request.name, level, self.log_rate.clone())
+            });
+            let options = CallOptions {
+                id: Some(id),
+                refuse_hidden: true,
+                approvals: Some(approvals.clone()),
+            };
+            (log, runtime.call_with(&request.name, &args, options))
+        };
         let mut call = match started {
             Ok(call) => call,
             Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
@@ -113,9 +158,15 @@ impl ToolServer {
         };
         let progress = context.meta.get_progress_token();
         let start = Instant::now();
-        let mut ticks = tokio::time::interval_at(start + PROGRESS_INTERVAL, PROGRESS_INTERVAL);
+        let mut ticks = tokio::time::interval_at(start + FIRST_PROGRESS, PROGRESS_INTERVAL);
         let outcome = loop {
             tokio::select! {
+                biased;
+                Some(line) = next_line(&mut log) => {
+                    if let Err(error) = context.peer.notify_logging_message(line).await {
+                        tracing::debug!("cannot send a log notification: {error}");
+                    }
+                }
                 outcome = &mut call => break outcome,
                 () = context.ct.cancelled() => {
                     call.cancel("the client cancelled the request");
@@ -132,12 +183,37 @@ impl ToolServer {
                 }
             }
         };
+        // What the call logged goes out before its result.
+        for line in log.as_mut().map(CallLog::rest).unwrap_or_default() {
+            if let Err(error) = context.peer.notify_logging_message(line).await {
+                tracing::debug!("cannot send a log notification: {error}");
+            }
+        }
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.is_completed() {
             CallToolResult::success(vec![text])
         } else {
             CallToolResult::error(vec![text])
         })
+    }
+
+    /// The level the client wants the request's logs at: the request's own (protocol
+    /// 2026-07-28), else the session's; none: no logs.
+    fn log_level(&self, context: &RequestContext<RoleServer>) -> Option<LoggingLevel> {
+        context.meta.log_level().or(*self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The next line of a call's log, if it is listened to (else never).
+async fn next_line(
+    log: &mut Option<CallLog>,
+) -> Option<rmcp::model::LoggingMessageNotificationParam> {
+    match log {
+        Some(log) => log.next().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -175,15 +251,53 @@ fn floor_tool() -> Tool {
     )
 }
 
+/// "Method not found" for `method`, saying what the server offers.
+fn not_offered(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: '{method}' ({OFFERED})"),
+        None,
+    )
+}
+
 impl ServerHandler for ToolServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder().enable_tools();
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging();
         if self.shared.options.watch {
             capabilities = capabilities.enable_tool_list_changed();
         }
         let mut info = ServerConfig::new(capabilities.build());
         info.server_info = Implementation::new("toolcell", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.initialized.swap(true, Ordering::Relaxed) {
+            return Err(ErrorData::invalid_request(
+                "the session is already initialized: initialize comes once, at its start",
+                None,
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -214,6 +328,62 @@ impl ServerHandler for ToolServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.run(request, context).await.map(CallToolResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(not_offered("completion/complete"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(not_offered("prompts/get"))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(not_offered("prompts/list"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(not_offered("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(not_offered("resources/templates/list"))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(not_offered("resources/read"))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(not_offered(&request.method))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

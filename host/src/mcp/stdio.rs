@@ -8,19 +8,21 @@
 //! in flight are cancelled in their sandboxes and the process exits.
 //!
 //! Pipes (how MCP clients start servers) are driven by tokio's reactor; anything else
-//! (a terminal, a file) through tokio's blocking stdio.
+//! (a terminal, a file) through tokio's blocking stdio. The lines themselves are read
+//! and written by `lines.rs`, which answers every line rmcp could not serve.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use rmcp::ServiceExt;
 use rmcp::service::ServerInitializeError;
+use rmcp::{Service, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::lines::LineTransport;
 use super::server::ToolServer;
 
 /// Serves MCP on stdin/stdout until stdin ends (or `shared` is shut down).
@@ -31,7 +33,9 @@ pub async fn serve_stdio(shared: Shared) -> Result<(), String> {
         inner: input,
         end: shared.shutdown.clone(),
     };
-    let result = match ToolServer::new(shared.clone()).serve((input, output)).await {
+    let server = ToolServer::new(shared.clone());
+    let transport = LineTransport::new(input, output, server.supported_protocol_versions());
+    let result = match server.serve(transport).await {
         Ok(service) => service
             .waiting()
             .await

@@ -19,12 +19,14 @@ use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
 use crate::integrity::Pins;
 use crate::limits::Limits;
+use crate::log_listener::LogListener;
 use crate::manifest::sidecar_path;
 use crate::policy::{
     Approvals, Caps, Chain, CommandLineRules, DEFAULT_INTERCEPTOR_TIMEOUT, Interceptor,
     Interceptors, PermissionHandler, Policy as CallPolicy, RegisteredResolver, Resolver, RuleError,
     Rules, Verdict,
 };
+use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
 use crate::stats::Meters;
@@ -76,6 +78,7 @@ pub struct RuntimeBuilder {
     pins: Pins,
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
+    log_listener: Option<Arc<dyn LogListener>>,
     cache: CodeCache,
     resolvers: Vec<RegisteredResolver>,
     on_permission: Option<Arc<dyn PermissionHandler>>,
@@ -84,6 +87,8 @@ pub struct RuntimeBuilder {
     interceptors: Vec<Interceptor>,
     interceptor_timeout: Duration,
     max_concurrent: Option<usize>,
+    /// `None`: the configuration's, or the cache's `results/`.
+    results: Option<Option<ResultStore>>,
 }
 
 impl Default for RuntimeBuilder {
@@ -98,6 +103,7 @@ impl Default for RuntimeBuilder {
             pins: Pins::default(),
             trust: None,
             debug_log: DebugLog::path_from_env(),
+            log_listener: None,
             cache: CodeCache::from_env(),
             resolvers: Vec::new(),
             on_permission: None,
@@ -106,6 +112,7 @@ impl Default for RuntimeBuilder {
             interceptors: Vec::new(),
             interceptor_timeout: DEFAULT_INTERCEPTOR_TIMEOUT,
             max_concurrent: None,
+            results: None,
         }
     }
 }
@@ -189,6 +196,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Tells `listener` every line plugins log (`ctx:log`, `print`, `warn`), besides
+    /// the debug log; with one, plugins always report their log to the host.
+    pub fn log_listener(mut self, listener: Arc<dyn LogListener>) -> Self {
+        self.log_listener = Some(listener);
+        self
+    }
+
     /// Where compiled code is cached (default: see [`CodeCache::from_env`]).
     pub fn cache(mut self, cache: CodeCache) -> Self {
         self.cache = cache;
@@ -250,12 +264,24 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
+    /// them nowhere). Default: the configuration's `[output] results_dir`, else
+    /// `results/` in the compiled-code cache's directory.
+    pub fn result_store(mut self, store: Option<ResultStore>) -> Self {
+        self.results = Some(store);
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
     /// skipped; the others load.
     pub async fn build(self) -> Result<Runtime, BuildError> {
         let trusted = self.trusted_paths();
+        let results: Result<Arc<ResultStore>, Arc<str>> = match self.result_store_or_default() {
+            Some(store) => Ok(Arc::new(store)),
+            None => Err("no result store is set".into()),
+        };
         let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
         let files = dirs.discover()?;
         let debug_log = match &self.debug_log {
@@ -306,6 +332,7 @@ impl RuntimeBuilder {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
             debug_log,
+            log_listener: self.log_listener,
         };
         let policy = Policy {
             capabilities: CapabilityPolicy::new(self.limits, self.config, self.command_line),
@@ -339,6 +366,8 @@ impl RuntimeBuilder {
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
+            run: rand_core::RngCore::next_u32(&mut rand_core::OsRng),
+            results,
             max_args_bytes,
             dirs,
             loader,
@@ -374,7 +403,18 @@ impl RuntimeBuilder {
         if let Some(path) = &self.debug_log {
             trusted.add("the debug log", path);
         }
+        if let Some(store) = self.result_store_or_default() {
+            trusted.add("the result store", store.dir());
+        }
         trusted
+    }
+
+    /// The result store set, else the configuration's, else `results/` in the cache.
+    fn result_store_or_default(&self) -> Option<ResultStore> {
+        match &self.results {
+            Some(store) => store.clone(),
+            None => self.config.result_store(self.cache.dir()),
+        }
     }
 }
 

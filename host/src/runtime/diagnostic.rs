@@ -83,6 +83,8 @@ pub enum DiagnosticKind {
     SignatureUntrusted,
     /// Another plugin loaded earlier has the same id; this one is not loaded.
     IdCollision,
+    /// A tool's description is longer than the model is shown; it was cut.
+    DescriptionCut,
 }
 
 impl DiagnosticKind {
@@ -102,6 +104,7 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureMissing => "signature_missing",
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
+            DiagnosticKind::DescriptionCut => "description_cut",
         }
     }
 }

@@ -85,11 +85,18 @@ impl Loader {
         })
     }
 
+    /// Waits until the debug log has written what the plugins logged so far.
+    pub fn flush_log(&self) {
+        if let Some(log) = &self.services.debug_log {
+            log.flush();
+        }
+    }
+
     /// Loads `file` into a fresh sandbox and prepares its tools (names and schemas
     /// checked, validators compiled), ready to be registered.
     pub async fn load_plugin(&self, file: PluginFile) -> Plugin {
         let report = self.load(&file).await;
-        Plugin::prepare(file, report)
+        Plugin::prepare(file, report, self.policy.capabilities.config())
     }
 
     async fn load(&self, file: &PluginFile) -> LoadReport {

@@ -29,13 +29,16 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
+use crate::output::{self, Kept, OutputLimits};
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
-use crate::sandbox::{Ended, PluginHandle};
+use crate::results::{self, ResultError, ResultStore};
+use crate::sandbox::{Ended, MemoryUse, PluginHandle};
 use crate::stats::{PluginStats, Stats, ToolMeter};
 use crate::validation::ArgumentValidator;
 
@@ -81,15 +84,16 @@ pub struct PluginInfo {
 pub enum InvokeError {
     /// The tool belongs to a plugin that did not load (or a registration the host
     /// refused); `reason` says why.
-    #[error("tool '{name}' is unavailable: {reason}")]
+    #[error("tool {} is unavailable: {reason}", quoted_name(name))]
     Unavailable {
         /// The name asked for.
         name: String,
         /// The diagnostic that explains it.
         reason: String,
     },
-    /// No loaded plugin registered this tool.
-    #[error("unknown tool '{name}'{}", suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
+    /// No loaded plugin registered this tool (or it is hidden, and the call was made
+    /// with [`CallOptions::refuse_hidden`]).
+    #[error("unknown tool {}{}", quoted_name(name), suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
     UnknownTool {
         /// The name asked for.
         name: String,
@@ -105,6 +109,49 @@ pub enum InvokeError {
         message: String,
     },
 }
+
+/// How a call is made, beyond its tool and arguments ([`Runtime::call_with`]).
+#[derive(Debug, Default)]
+pub struct CallOptions {
+    /// The id the call takes, reserved with [`Runtime::reserve_call_id`] so that the
+    /// caller can be ready for what the call does (say, its log) before it starts;
+    /// none: a fresh one.
+    pub id: Option<ReservedCallId>,
+    /// Refuse a hidden tool as unknown. Hidden tools are for plugin code, not for a
+    /// model: MCP clients and `toolcell call` (without `--include-hidden`) get this.
+    pub refuse_hidden: bool,
+    /// The session whose handler answers `ask` and that remembers "allow for the
+    /// session" answers (see docs/policy.md); none: the runtime's own
+    /// ([`Runtime::approvals`]).
+    pub approvals: Option<Arc<Approvals>>,
+}
+
+/// A call id handed out by [`Runtime::reserve_call_id`], for one call.
+#[derive(Debug)]
+pub struct ReservedCallId(u64);
+
+impl ReservedCallId {
+    /// The id (what [`Call::id`] will say).
+    pub fn get(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A tool name as errors quote it: at most its first [`SHOWN_NAME_CHARS`] characters,
+/// escaped, since a name a client sent can be anything.
+fn quoted_name(name: &str) -> String {
+    let count = name.chars().count();
+    let shown: String = name.chars().take(SHOWN_NAME_CHARS).collect();
+    let shown = shown.escape_debug();
+    if count > SHOWN_NAME_CHARS {
+        format!("'{shown}…' (a name of {count} characters)")
+    } else {
+        format!("'{shown}'")
+    }
+}
+
+/// How much of an unknown tool's name an error quotes.
+const SHOWN_NAME_CHARS: usize = 64;
 
 /// Loaded plugins and their tools.
 ///
@@ -127,6 +174,10 @@ pub struct Runtime {
     unavailable: HashMap<String, String>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
+    /// This run's id, which the ids of its stored results start with.
+    run: u32,
+    /// Where whole outputs of cut results go, or why they go nowhere.
+    results: Result<Arc<ResultStore>, Arc<str>>,
     max_args_bytes: usize,
     dirs: PluginDirs,
     loader: Arc<Loader>,
@@ -204,6 +255,34 @@ impl Runtime {
         self.diagnostics
             .iter()
             .any(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+
+    /// The result store that keeps the whole outputs of results the model saw cut, if
+    /// there is one (see [`Call::result_id`]).
+    pub fn result_store(&self) -> Option<&ResultStore> {
+        self.results.as_deref().ok()
+    }
+
+    /// The whole output of a result the model saw cut, by the id its notice gave.
+    pub fn result(&self, id: &str) -> Result<String, ResultError> {
+        match &self.results {
+            Ok(store) => store.get(id),
+            Err(reason) => Err(ResultError::NoStore(reason.to_string())),
+        }
+    }
+
+    /// How much memory plugin `plugin` (its id) holds: a future that resolves once
+    /// the plugin's running step is done, and does not borrow the runtime. `None` when
+    /// no loaded plugin with tools has that id; the future gives `None` while the
+    /// plugin has no instance (it crashed and could not be restarted).
+    pub fn memory(&self, plugin: &str) -> Option<impl Future<Output = Option<MemoryUse>> + use<>> {
+        let handle = self
+            .entries
+            .iter()
+            .find(|entry| entry.handle.name() == plugin)?
+            .handle
+            .clone();
+        Some(async move { handle.memory().await })
     }
 
     /// The plugin directories, in load order, as given to the builder.
@@ -388,20 +467,22 @@ impl Runtime {
     /// the runtime the plugin was loaded on. Otherwise the policy's work and the call
     /// start when the `Call` is first polled.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
-        self.call_with(&self.policy.approvals, tool, args_json)
+        self.call_with(tool, args_json, CallOptions::default())
     }
 
-    /// [`Runtime::call`] in the session of `approvals`: its handler answers `ask`, and
-    /// its "allow for the session" answers are remembered there.
+    /// As [`Runtime::call`], as `options` say.
     pub fn call_with(
         &self,
-        approvals: &Arc<Approvals>,
         tool: &str,
         args_json: &str,
+        options: CallOptions,
     ) -> Result<Call, InvokeError> {
-        let index = *self
+        let callable = |info: &ToolInfo| !(options.refuse_hidden && info.hidden);
+        let index = self
             .by_name
             .get(tool)
+            .copied()
+            .filter(|&index| callable(&self.tools[index]))
             .ok_or_else(|| match self.unavailable.get(tool) {
                 Some(reason) => InvokeError::Unavailable {
                     name: tool.to_string(),
@@ -409,7 +490,13 @@ impl Runtime {
                 },
                 None => InvokeError::UnknownTool {
                     name: tool.to_string(),
-                    suggestion: closest(tool, self.tools.iter().map(|tool| tool.name.as_str())),
+                    suggestion: closest(
+                        tool,
+                        self.tools
+                            .iter()
+                            .filter(|info| callable(info))
+                            .map(|info| info.name.as_str()),
+                    ),
                 },
             })?;
         let info = &self.tools[index];
@@ -426,7 +513,16 @@ impl Runtime {
                 });
             }
         };
-        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let id = match options.id {
+            Some(ReservedCallId(id)) => id,
+            None => self.next_call.fetch_add(1, Ordering::Relaxed),
+        };
+        let approvals = options.approvals.as_ref().unwrap_or(&self.policy.approvals);
+        let output = Output {
+            limits: entry.output,
+            results: self.results.clone(),
+            run: self.run,
+        };
         let span =
             tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin);
         if gate.is_open(approvals) {
@@ -445,6 +541,8 @@ impl Runtime {
                     outcome,
                     started,
                 },
+                output,
+                keeping: None,
             });
         }
         let cancel = Arc::new(Cancellation::default());
@@ -473,7 +571,14 @@ impl Runtime {
                 cancel,
             },
             span,
+            output,
+            keeping: None,
         })
+    }
+
+    /// An id for a call not made yet ([`CallOptions::id`]): unique within the runtime.
+    pub fn reserve_call_id(&self) -> ReservedCallId {
+        ReservedCallId(self.next_call.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Calls `tool` and waits for its outcome.
@@ -507,6 +612,14 @@ fn check_arguments(
             .map_err(|problems| problems.to_string())?;
     }
     Ok(args)
+}
+
+impl Drop for Runtime {
+    /// What the plugins logged reaches the file before the runtime goes (a process
+    /// exits right after).
+    fn drop(&mut self) {
+        self.loader.flush_log();
+    }
 }
 
 /// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
@@ -548,12 +661,19 @@ fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<
 /// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
 /// cancel the call, which aborts its pending HTTP requests and timers (or takes it out
 /// of the queue of a concurrency cap, or stops waiting for an answer to `ask`).
+///
+/// A result longer than the tool's output limits is cut before the outcome is given:
+/// the outcome's text is what the model should see, and the whole output is kept in
+/// the result store under [`Call::result_id`].
 pub struct Call {
     id: u64,
     meter: Arc<ToolMeter>,
     /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
     span: tracing::Span,
     state: CallState,
+    output: Output,
+    /// Keeping a cut result's whole output, off the async threads.
+    keeping: Option<JoinHandle<CallOutcome>>,
 }
 
 enum CallState {
@@ -572,10 +692,55 @@ enum CallState {
     Done,
 }
 
+/// The output policy of one call.
+#[derive(Clone)]
+struct Output {
+    limits: OutputLimits,
+    results: Result<Arc<ResultStore>, Arc<str>>,
+    run: u32,
+}
+
+impl Output {
+    /// Whether `outcome` is a result over the limits.
+    fn cuts(&self, outcome: &CallOutcome) -> bool {
+        matches!(outcome, CallOutcome::Completed(text) if output::cut(text, &self.limits).is_some())
+    }
+
+    /// `outcome` as the model sees it: a result over the limits is cut, with a notice
+    /// saying where the whole is; the whole is kept in the result store.
+    fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
+        let CallOutcome::Completed(text) = outcome else {
+            return outcome;
+        };
+        let Some(cut) = output::cut(&text, &self.limits) else {
+            return CallOutcome::Completed(text);
+        };
+        let id = results::result_id(self.run, call);
+        let stored = match &self.results {
+            Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
+            Err(reason) => Err(reason.to_string()),
+        };
+        let shown = match &stored {
+            Ok(path) => output::shown(&cut, &Kept::Stored { id: &id, path }),
+            Err(reason) => {
+                tracing::warn!("the whole output of call {call} was not kept: {reason}");
+                output::shown(&cut, &Kept::Lost(reason.clone()))
+            }
+        };
+        CallOutcome::Completed(shown)
+    }
+}
+
 impl Call {
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The id under which the whole output is kept if the result is cut (see
+    /// [`Runtime::result`] and `toolcell result`): unique across runs sharing a store.
+    pub fn result_id(&self) -> String {
+        results::result_id(self.output.run, self.id)
     }
 
     /// Cancels the call; it resolves to a failure that says `reason`.
@@ -605,6 +770,13 @@ impl Future for Call {
     type Output = CallOutcome;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        if let Some(keeping) = self.keeping.as_mut() {
+            return Pin::new(keeping).poll(cx).map(|kept| {
+                kept.unwrap_or_else(|error| {
+                    CallOutcome::Stopped(format!("keeping the result failed: {error}"))
+                })
+            });
+        }
         let finished = match &mut self.state {
             CallState::Running {
                 handle,
@@ -637,7 +809,20 @@ impl Future for Call {
         };
         self.state = CallState::Done;
         self.record(&finished);
-        Poll::Ready(finished.outcome)
+        let outcome = finished.outcome;
+        if !self.output.cuts(&outcome) {
+            return Poll::Ready(outcome);
+        }
+        // Writing the whole output may wait on the disk: not on an async thread.
+        let output = self.output.clone();
+        let call = self.id;
+        match tokio::runtime::Handle::try_current() {
+            Ok(tokio) => {
+                self.keeping = Some(tokio.spawn_blocking(move || output.apply(call, outcome)));
+                self.poll(cx)
+            }
+            Err(_) => Poll::Ready(output.apply(call, outcome)),
+        }
     }
 }
 

@@ -8,14 +8,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message};
+use crate::bindings::ToolSpec;
+use crate::config::Config;
+use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
+use crate::output::{self, OutputLimits};
 use crate::sandbox::PluginHandle;
 use crate::schema;
+use crate::schema_budget::{OverBudget, Spending};
 use crate::source::Refusal;
-use crate::validation::ArgumentValidator;
+use crate::validation::{ArgumentValidator, ValidatorCompiler};
 
 use super::builder::BuildError;
-use super::diagnostic::{Diagnostic, DiagnosticKind};
+use super::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use super::loader::{LoadReport, Loaded};
 use super::offered;
 use super::{PluginInfo, ToolInfo};
@@ -167,6 +171,8 @@ pub(super) struct PreparedTool {
 pub(super) struct ToolEntry {
     pub handle: PluginHandle,
     pub validator: Option<Arc<ArgumentValidator>>,
+    /// How much of a result the model sees.
+    pub output: OutputLimits,
     pub file: PathBuf,
 }
 
@@ -217,12 +223,13 @@ impl Plugin {
         }
     }
 
-    /// Checks what a load produced: the number of tools, and each tool's name and
-    /// schema (a component other than the Lua guest hands over whatever it likes, so
-    /// every spec is checked here, whatever produced it); compiles the validators.
-    pub fn prepare(file: PluginFile, report: LoadReport) -> Plugin {
+    /// Checks what a load produced: the number of tools, and each tool's name,
+    /// description and schema (a component other than the Lua guest hands over
+    /// whatever it likes, so every spec is checked here, whatever produced it);
+    /// compiles the validators, under the plugin's schema budget.
+    pub fn prepare(file: PluginFile, report: LoadReport, config: &Config) -> Plugin {
         let display = file.display_name();
-        let diagnostics: Vec<Diagnostic> = report
+        let mut diagnostics: Vec<Diagnostic> = report
             .warnings
             .into_iter()
             .map(|(kind, severity, message)| Diagnostic {
@@ -251,89 +258,21 @@ impl Plugin {
             };
             return Plugin::refused(file, diagnostics, refusal);
         }
-        let mut own: HashSet<String> = HashSet::new();
+        let mut checks = ToolChecks {
+            file: &file,
+            display: &display,
+            plugin: &manifest.id,
+            config,
+            own: HashSet::new(),
+            compiler: ValidatorCompiler::new(grants.limits().schemas.pattern_bytes),
+            spending: Spending::new(grants.limits().schemas.clone()),
+            warnings: Vec::new(),
+        };
         let tools = specs
             .into_iter()
-            .map(|spec| {
-                let rejected = |kind: DiagnosticKind, message: String| RejectedTool {
-                    name: spec.name.clone(),
-                    diagnostic: Diagnostic::error(file.path.clone(), kind, message),
-                };
-                if !schema::is_valid_tool_name(&spec.name) {
-                    return Err(rejected(
-                        DiagnosticKind::ToolRejected,
-                        format!(
-                            "tool '{}' of plugin {display} has an invalid name (use 1 to {} letters, digits, '_' or '-')",
-                            spec.name.escape_debug(),
-                            schema::MAX_TOOL_NAME
-                        ),
-                    ));
-                }
-                if !own.insert(spec.name.clone()) {
-                    return Err(rejected(
-                        DiagnosticKind::ToolCollision,
-                        format!(
-                            "plugin {display} registers tool '{}' twice; the first one stays",
-                            spec.name
-                        ),
-                    ));
-                }
-                let parsed = spec
-                    .params_schema
-                    .as_deref()
-                    .map(serde_json::from_str::<serde_json::Value>);
-                let (params_schema, validator) = match parsed {
-                    None => (None, None),
-                    Some(Ok(schema @ serde_json::Value::Object(_))) => {
-                        let schema = schema::repair(schema);
-                        let validator = ArgumentValidator::compile(&schema).map_err(|reason| {
-                            rejected(
-                                DiagnosticKind::ToolRejected,
-                                format!(
-                                    "tool '{}' of plugin {display} has an invalid schema and is not registered: {reason}",
-                                    spec.name
-                                ),
-                            )
-                        })?;
-                        (Some(schema), Some(Arc::new(validator)))
-                    }
-                    Some(Ok(_)) => {
-                        return Err(rejected(
-                            DiagnosticKind::ToolRejected,
-                            format!(
-                                "tool '{}' of plugin {display} has a schema that is not a JSON object",
-                                spec.name
-                            ),
-                        ));
-                    }
-                    Some(Err(error)) => {
-                        return Err(rejected(
-                            DiagnosticKind::ToolRejected,
-                            format!(
-                                "tool '{}' of plugin {display} has an unreadable schema: {error}",
-                                spec.name
-                            ),
-                        ));
-                    }
-                };
-                Ok(PreparedTool {
-                    info: ToolInfo {
-                        name: spec.name,
-                        description: spec.description,
-                        params_schema,
-                        timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
-                        no_prompt: spec.no_prompt,
-                        hidden: spec.hidden,
-                        plugin: handle.name().to_string(),
-                    },
-                    entry: ToolEntry {
-                        handle: handle.clone(),
-                        validator,
-                        file: file.path.clone(),
-                    },
-                })
-            })
+            .map(|spec| checks.check(spec, &handle))
             .collect();
+        diagnostics.append(&mut checks.warnings);
         Plugin {
             info: Some(PluginInfo {
                 file: file.path.clone(),
@@ -346,6 +285,126 @@ impl Plugin {
             tools,
             offered: Vec::new(),
         }
+    }
+}
+
+/// The checks of one plugin's tool specs, in registration order.
+struct ToolChecks<'a> {
+    file: &'a PluginFile,
+    display: &'a str,
+    /// The plugin's id.
+    plugin: &'a str,
+    config: &'a Config,
+    /// The names registered so far.
+    own: HashSet<String>,
+    compiler: ValidatorCompiler,
+    spending: Spending,
+    /// What looked odd but did not stop a tool (a description cut).
+    warnings: Vec<Diagnostic>,
+}
+
+impl ToolChecks<'_> {
+    /// `spec` ready to register, or the reason it is not.
+    fn check(
+        &mut self,
+        mut spec: ToolSpec,
+        handle: &PluginHandle,
+    ) -> Result<PreparedTool, RejectedTool> {
+        let display = self.display;
+        let name = spec.name.clone();
+        let rejected = |kind: DiagnosticKind, message: String| RejectedTool {
+            name: name.clone(),
+            diagnostic: Diagnostic::error(self.file.path.clone(), kind, message),
+        };
+        if !schema::is_valid_tool_name(&spec.name) {
+            return Err(rejected(
+                DiagnosticKind::ToolRejected,
+                format!(
+                    "tool '{}' of plugin {display} has an invalid name (use 1 to {} letters, digits, '_' or '-')",
+                    spec.name.escape_debug(),
+                    schema::MAX_TOOL_NAME
+                ),
+            ));
+        }
+        if !self.own.insert(spec.name.clone()) {
+            return Err(rejected(
+                DiagnosticKind::ToolCollision,
+                format!(
+                    "plugin {display} registers tool '{}' twice; the first one stays",
+                    spec.name
+                ),
+            ));
+        }
+        let max_description = self.config.description_bytes_for(self.plugin, &spec.name);
+        if let Some(cut) = output::cut_description(&spec.description, max_description) {
+            self.warnings.push(Diagnostic {
+                file: self.file.path.clone(),
+                kind: DiagnosticKind::DescriptionCut,
+                severity: Severity::Warning,
+                message: format!(
+                    "tool '{}' of plugin {display} has a description of {} bytes; the model sees its first {}",
+                    spec.name,
+                    spec.description.len(),
+                    format_bytes(max_description as u64)
+                ),
+            });
+            spec.description = cut;
+        }
+        let name = &spec.name;
+        let invalid = |problem: String| {
+            rejected(
+                DiagnosticKind::ToolRejected,
+                format!("tool '{name}' of plugin {display} {problem}"),
+            )
+        };
+        let over_budget = |over: OverBudget| {
+            invalid(format!(
+                "is over its schema budget and is not registered: {over}"
+            ))
+        };
+        let (params_schema, validator) = match spec.params_schema.as_deref() {
+            None => (None, None),
+            Some(text) => {
+                self.spending.check_time().map_err(over_budget)?;
+                self.spending.admit_text(text).map_err(over_budget)?;
+                let schema = match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(schema @ serde_json::Value::Object(_)) => schema::repair(schema),
+                    Ok(_) => {
+                        return Err(invalid(
+                            "has a schema that is not a JSON object".to_string(),
+                        ));
+                    }
+                    Err(error) => {
+                        return Err(invalid(format!("has an unreadable schema: {error}")));
+                    }
+                };
+                self.spending.admit(&schema).map_err(over_budget)?;
+                let validator = self.compiler.compile(&schema).map_err(|reason| {
+                    invalid(format!(
+                        "has an invalid schema and is not registered: {reason}"
+                    ))
+                })?;
+                (Some(schema), Some(Arc::new(validator)))
+            }
+        };
+        let output = self.config.output_for(self.plugin, &spec.name);
+        Ok(PreparedTool {
+            info: ToolInfo {
+                name: spec.name,
+                description: spec.description,
+                params_schema,
+                timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
+                no_prompt: spec.no_prompt,
+                hidden: spec.hidden,
+                plugin: handle.name().to_string(),
+            },
+            entry: ToolEntry {
+                handle: handle.clone(),
+                validator,
+                output,
+                file: self.file.path.clone(),
+            },
+        })
     }
 }
 

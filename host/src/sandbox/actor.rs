@@ -21,7 +21,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
 
 use super::PluginContext;
-use super::instance::{Instance, LoadFailure, PluginPre};
+use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::ops::{CallId, OpEvent};
 use super::supervisor::{CallRequest, Ended, Supervisor};
 use crate::bindings::ToolSpec;
@@ -105,6 +105,12 @@ impl PluginHandle {
                 ))));
         }
         outcome
+    }
+
+    /// How much memory the plugin's instance holds, measured when the step running
+    /// now (if any) is done; none while the plugin has no instance.
+    pub async fn memory(&self) -> Option<MemoryUse> {
+        self.shared.supervisor.lock().await.memory().await
     }
 
     /// Cancels call `call` if it is still in flight; it fails with `reason`. A step of

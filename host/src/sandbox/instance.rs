@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::InstancePre;
+use wasmtime::component::{ComponentExportIndex, InstancePre, TypedFunc};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 use super::PluginContext;
@@ -20,11 +20,37 @@ use crate::outcome::CrashCause;
 
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
-pub enum PluginPre {
+pub struct PluginPre {
+    world: WorldPre,
+    /// The Lua runtime's `lua-memory` export (`world lua-runtime`); other plugins,
+    /// and Lua runtimes built before it existed, have none.
+    lua_memory: Option<ComponentExportIndex>,
+}
+
+/// The component, by the world it was built for.
+#[derive(Clone)]
+enum WorldPre {
     /// A plugin of the current world.
     Current(bindings::PluginPre<StoreState>),
     /// A plugin built for `toolcell:plugin@0.1.x`.
     V0_1(v0_1::PluginPre<StoreState>),
+}
+
+/// The signature of `lua-memory`.
+type LuaMemoryFunc = TypedFunc<(), (u64,)>;
+
+/// The name of the Lua runtime's export that reports its Lua memory.
+const LUA_MEMORY: &str = "lua-memory";
+
+/// How much memory a plugin instance holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// The bytes its Lua state holds (what the plugin's memory limit counts), for a
+    /// Lua plugin whose runtime reports it.
+    pub lua: Option<u64>,
+    /// The size of its linear memories, in bytes: everything the instance ever grew
+    /// to (wasm memory never shrinks).
+    pub linear: u64,
 }
 
 /// A plugin instance's exports, in the world it was built for.
@@ -44,25 +70,40 @@ impl PluginPre {
             .component_type()
             .exports(engine)
             .any(|(name, _)| name.starts_with("toolcell:plugin/guest@0.1."));
-        Ok(if v0_1 {
-            PluginPre::V0_1(v0_1::PluginPre::new(pre)?)
+        let lua_memory = pre.component().get_export_index(None, LUA_MEMORY);
+        let world = if v0_1 {
+            WorldPre::V0_1(v0_1::PluginPre::new(pre)?)
         } else {
-            PluginPre::Current(bindings::PluginPre::new(pre)?)
-        })
+            WorldPre::Current(bindings::PluginPre::new(pre)?)
+        };
+        Ok(PluginPre { world, lua_memory })
     }
 
     fn engine(&self) -> &Engine {
-        match self {
-            PluginPre::Current(pre) => pre.engine(),
-            PluginPre::V0_1(pre) => pre.engine(),
+        match &self.world {
+            WorldPre::Current(pre) => pre.engine(),
+            WorldPre::V0_1(pre) => pre.engine(),
         }
     }
 
-    async fn instantiate(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Guest> {
-        Ok(match self {
-            PluginPre::Current(pre) => Guest::Current(pre.instantiate_async(store).await?),
-            PluginPre::V0_1(pre) => Guest::V0_1(pre.instantiate_async(store).await?),
-        })
+    /// An instance's exports: the guest's, and `lua-memory` when it has it.
+    async fn instantiate(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<(Guest, Option<LuaMemoryFunc>)> {
+        let instance_pre = match &self.world {
+            WorldPre::Current(pre) => pre.instance_pre(),
+            WorldPre::V0_1(pre) => pre.instance_pre(),
+        };
+        let instance = instance_pre.instantiate_async(&mut *store).await?;
+        let guest = match &self.world {
+            WorldPre::Current(_) => Guest::Current(bindings::Plugin::new(&mut *store, &instance)?),
+            WorldPre::V0_1(_) => Guest::V0_1(v0_1::Plugin::new(&mut *store, &instance)?),
+        };
+        let lua_memory = self
+            .lua_memory
+            .and_then(|index| instance.get_typed_func(&mut *store, index).ok());
+        Ok((guest, lua_memory))
     }
 }
 
@@ -230,6 +271,7 @@ impl std::error::Error for HardDeadline {}
 pub struct Instance {
     store: Store<StoreState>,
     guest: Guest,
+    lua_memory: Option<LuaMemoryFunc>,
     /// The memory cap's refusals before the current step.
     refusals_before_step: u64,
 }
@@ -271,7 +313,7 @@ impl Instance {
         }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
         arm(&mut store, limits.fuel, hard_deadline);
-        let guest = until(hard_deadline, pre.instantiate(&mut store))
+        let (guest, lua_memory) = until(hard_deadline, pre.instantiate(&mut store))
             .await
             .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0)))?;
         let request = LoadRequest {
@@ -279,9 +321,10 @@ impl Instance {
             script: context.script.clone(),
             deadline: clock::after(limits.load_timeout),
             memory_limit: limits.memory,
-            debug_log: context.debug_log.is_some(),
+            debug_log: context.log.is_on(),
         };
         let result = until(hard_deadline, guest.load(&mut store, &request)).await;
+        context.log.end(None);
         match result {
             // Load-time code that never returned control (C-level work, a bare wasm
             // loop) ran past the load deadline like any other: say so, unless the
@@ -299,6 +342,7 @@ impl Instance {
                 Instance {
                     store,
                     guest,
+                    lua_memory,
                     refusals_before_step: 0,
                 },
                 specs,
@@ -355,6 +399,28 @@ impl Instance {
         let result = until(hard_deadline, step).await;
         self.ops().end_call(call);
         self.finish(result, &mut fuel)
+    }
+
+    /// How much memory the instance holds now. Asking the Lua runtime runs a step of
+    /// its own, which runs no plugin code (a few hundred instructions, under the
+    /// plugin's fuel and the grace period as its deadline); a trap there is a crash
+    /// like any other.
+    pub async fn memory(&mut self) -> Result<MemoryUse, Crash> {
+        let linear = self.store.data().cap.linear_memory();
+        let Some(lua_memory) = self.lua_memory else {
+            return Ok(MemoryUse { lua: None, linear });
+        };
+        let limits = &self.store.data().plugin.grants.limits;
+        let mut fuel = limits.fuel;
+        let hard_deadline = Instant::now() + limits.deadline_grace;
+        arm(&mut self.store, fuel, hard_deadline);
+        self.refusals_before_step = self.store.data().cap.refusals();
+        let result = until(hard_deadline, lua_memory.call_async(&mut self.store, ())).await;
+        let (lua,) = self.finish(result, &mut fuel)?;
+        Ok(MemoryUse {
+            lua: Some(lua),
+            linear,
+        })
     }
 
     /// Ends a call the plugin reported as ended: aborts what it left pending.

@@ -17,8 +17,11 @@ pub struct MemoryCap {
     max_memory: usize,
     max_table_elements: usize,
     refusals: u64,
-    /// The linear memory of this store's instance, all memories together.
-    in_use: u64,
+    /// The bytes of linear memory the store's instances have (every creation and
+    /// growth is asked here first).
+    linear_memory: u64,
+    /// The growth allowed last, taken back if wasmtime then fails to make it.
+    allowed_growth: u64,
     /// The most linear memory any instance of the plugin has had.
     peak: Arc<AtomicU64>,
 }
@@ -31,7 +34,8 @@ impl MemoryCap {
             max_memory: usize::try_from(max_memory).unwrap_or(usize::MAX),
             max_table_elements: 100_000,
             refusals: 0,
-            in_use: 0,
+            linear_memory: 0,
+            allowed_growth: 0,
             peak,
         }
     }
@@ -39,6 +43,11 @@ impl MemoryCap {
     /// The cap in bytes.
     pub fn max_memory(&self) -> u64 {
         self.max_memory as u64
+    }
+
+    /// The bytes of linear memory the store's instances have now.
+    pub fn linear_memory(&self) -> u64 {
+        self.linear_memory
     }
 
     /// How many growths were refused since the store was created.
@@ -52,18 +61,26 @@ impl ResourceLimiter for MemoryCap {
         &mut self,
         current: usize,
         desired: usize,
-        maximum: Option<usize>,
+        _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.max_memory;
         self.refusals += u64::from(!allowed);
-        if allowed && maximum.is_none_or(|maximum| desired <= maximum) {
-            // Also called when a memory is created (from 0), so this sees it all.
-            self.in_use = self
-                .in_use
-                .saturating_add(desired.saturating_sub(current) as u64);
-            self.peak.fetch_max(self.in_use, Ordering::Relaxed);
-        }
+        self.allowed_growth = if allowed {
+            desired.saturating_sub(current) as u64
+        } else {
+            0
+        };
+        self.linear_memory += self.allowed_growth;
+        self.peak.fetch_max(self.linear_memory, Ordering::Relaxed);
         Ok(allowed)
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        // A growth past the memory type's own maximum fails before this limiter is
+        // asked; taking back the last allowed growth then understates the figure,
+        // which only a plugin asking for more than 4 GiB can cause.
+        self.linear_memory -= std::mem::take(&mut self.allowed_growth);
+        Ok(())
     }
 
     fn table_growing(

@@ -18,6 +18,7 @@ mod actor;
 mod instance;
 mod interrupts;
 mod limiter;
+mod log;
 mod ops;
 mod state;
 mod supervisor;
@@ -31,7 +32,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 pub use actor::{PluginHandle, spawn_plugin};
-pub use instance::{LoadFailure, PluginPre};
+pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
 pub use supervisor::Ended;
 
@@ -39,7 +40,9 @@ use crate::debug_log::DebugLog;
 use crate::files::Files;
 use crate::grants::Grants;
 use crate::http::PluginHttp;
+use crate::log_listener::LogListener;
 use interrupts::Interrupts;
+use log::PluginLog;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
 /// and the toolcell host services. Built once per process.
@@ -100,6 +103,8 @@ pub struct SharedServices {
     pub files: Files,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
+    /// Who else hears what plugins log.
+    pub log_listener: Option<Arc<dyn LogListener>>,
 }
 
 /// Everything a plugin's sandbox needs to know about its plugin; shared by the actor
@@ -115,8 +120,8 @@ pub struct PluginContext {
     pub tool_config: Arc<HashMap<String, String>>,
     /// The root for file access, or why there is none.
     pub files: Files,
-    /// The debug log, if enabled.
-    pub debug_log: Option<Arc<DebugLog>>,
+    /// Where `ctx:log`, `print` and `warn` go, within the plugin's log budget.
+    pub log: PluginLog,
     /// The plugin's HTTP client, created on its first request.
     http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
     /// Its calls cancelled while a step may be running.
@@ -134,13 +139,19 @@ impl PluginContext {
         grants: Grants,
         services: &SharedServices,
     ) -> Self {
+        let log = PluginLog::new(
+            &name,
+            grants.limits().log.clone(),
+            services.debug_log.clone(),
+            services.log_listener.clone(),
+        );
         PluginContext {
             name,
             script,
             grants,
             tool_config: services.tool_config.clone(),
             files: services.files.clone(),
-            debug_log: services.debug_log.clone(),
+            log,
             http_client: OnceLock::new(),
             interrupts: Interrupts::default(),
             peak_memory: Arc::new(AtomicU64::new(0)),

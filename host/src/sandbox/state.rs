@@ -88,9 +88,7 @@ impl toolcell::plugin::types::Host for StoreState {}
 
 impl toolcell::plugin::host::Host for StoreState {
     fn log(&mut self, message: String) {
-        if let Some(log) = &self.plugin.debug_log {
-            log.write(&self.plugin.name, &message);
-        }
+        self.plugin.log.write(self.running, &message);
     }
 
     fn now(&mut self) -> u64 {

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use super::PluginContext;
-use super::instance::{Crash, Instance, PluginPre, Step};
+use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
@@ -55,6 +55,8 @@ pub struct CallRequest {
 
 /// A call in flight, as the host sees it.
 struct HostCall {
+    /// Says what of the call's log was dropped once the call ends, however it ends.
+    log: LogEnd,
     tool: String,
     reply: oneshot::Sender<Ended>,
     deadline: Instant,
@@ -66,14 +68,6 @@ struct HostCall {
     fuel: u64,
     /// The fuel it started with.
     budget: u64,
-}
-
-impl HostCall {
-    /// Answers the call with `outcome`.
-    fn answer(self, outcome: CallOutcome) {
-        let fuel_used = self.budget.saturating_sub(self.fuel);
-        let _ = self.reply.send(Ended { outcome, fuel_used });
-    }
 }
 
 /// One plugin's instance and calls.
@@ -178,6 +172,10 @@ impl Supervisor {
             .start(call, &tool, &args, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
+            log: LogEnd {
+                context: self.context.clone(),
+                call,
+            },
             tool,
             reply,
             deadline,
@@ -237,7 +235,7 @@ impl Supervisor {
         if let Some(instance) = self.instance.as_mut() {
             instance.end_call(call);
         }
-        host_call.answer(outcome);
+        host_call.finish(outcome);
     }
 
     /// How a call ended whose step the guest stopped: cancelled, when the caller
@@ -314,15 +312,30 @@ impl Supervisor {
         };
         let reason = outcome.failure().unwrap_or_default();
         match instance.cancel(call, reason).await {
-            Ok(()) => host_call.answer(outcome),
+            Ok(()) => {
+                host_call.finish(outcome);
+            }
             Err(crash) => self.crashed(crash, Some(host_call)).await,
+        }
+    }
+
+    /// How much memory the instance holds; none while it has none (it crashed and
+    /// could not be restarted, or crashed answering this).
+    pub async fn memory(&mut self) -> Option<MemoryUse> {
+        let instance = self.instance.as_mut()?;
+        match instance.memory().await {
+            Ok(memory) => Some(memory),
+            Err(crash) => {
+                self.crashed(crash, None).await;
+                None
+            }
         }
     }
 
     /// Fails every call in flight: nobody can call the plugin any more.
     pub fn shut_down(&mut self) {
         for (_, call) in self.calls.drain() {
-            call.answer(CallOutcome::Stopped("the runtime shut down".to_string()));
+            call.finish(CallOutcome::Stopped("the runtime shut down".to_string()));
         }
     }
 
@@ -363,12 +376,12 @@ impl Supervisor {
         };
         if let Some(call) = running {
             let message = format!("plugin '{name}' crashed: {reason}; {what_became}");
-            call.answer(outcome(message, false));
+            call.finish(outcome(message, false));
         }
         for call in waiting {
             let message =
                 format!("plugin '{name}' crashed during another call: {reason}; {what_became}");
-            call.answer(outcome(message, true));
+            call.finish(outcome(message, true));
         }
     }
 
@@ -394,6 +407,28 @@ impl Supervisor {
             tracing::error!("{message}");
             self.disabled = Some(message);
         }
+    }
+}
+
+impl HostCall {
+    /// Ends the call with `outcome`: its log first, so that whoever awaits the outcome
+    /// finds the log complete.
+    fn finish(self, outcome: CallOutcome) {
+        drop(self.log);
+        let fuel_used = self.budget.saturating_sub(self.fuel);
+        let _ = self.reply.send(Ended { outcome, fuel_used });
+    }
+}
+
+/// Ends a call's log when the call ends (see `PluginLog::end`).
+struct LogEnd {
+    context: Arc<PluginContext>,
+    call: CallId,
+}
+
+impl Drop for LogEnd {
+    fn drop(&mut self) {
+        self.context.log.end(Some(self.call));
     }
 }
 

@@ -19,7 +19,9 @@ use tempfile::TempDir;
 use toolcell::artifact::Artifact;
 use toolcell::cache::CodeCache;
 use toolcell::http::HostGrant;
+use toolcell::limits::MIB;
 use toolcell::manifest::{MANIFEST_SECTION, Manifest};
+use toolcell::results::ResultStore;
 use toolcell::{Call, CallOutcome, Runtime, Severity};
 use toolcell_tests::Form;
 use toolcell_tests::http_server::TestServer;
@@ -53,6 +55,9 @@ struct Arena {
     _owned: Option<TempDir>,
     base: PathBuf,
     layout: Layout,
+    /// The result store and the debug log: the host's, outside the arena, so that
+    /// what the host writes there is not taken for an escape.
+    host_files: TempDir,
 }
 
 impl Arena {
@@ -62,6 +67,7 @@ impl Arena {
             base: owned.path().to_path_buf(),
             _owned: Some(owned),
             layout,
+            host_files: TempDir::new().expect("host files"),
         };
         for dir in [arena.plugins(), arena.root(), arena.outside()] {
             std::fs::create_dir_all(dir).expect("arena folder");
@@ -88,6 +94,7 @@ impl Arena {
             _owned: None,
             base,
             layout,
+            host_files: TempDir::new().expect("host files"),
         }
     }
 
@@ -121,6 +128,14 @@ impl Arena {
 
     fn outside(&self) -> PathBuf {
         self.base.join("outside")
+    }
+
+    fn results(&self) -> PathBuf {
+        self.host_files.path().join("results")
+    }
+
+    fn log(&self) -> PathBuf {
+        self.host_files.path().join("debug.log")
     }
 
     /// Everything plugins must not change: the arena outside the root, and what the
@@ -177,6 +192,13 @@ struct Placeholders {
 }
 
 impl Placeholders {
+    /// These placeholders and one more.
+    fn with(&self, key: &'static str, value: String) -> Placeholders {
+        let mut pairs = self.pairs.clone();
+        pairs.push((key, value));
+        Placeholders { pairs }
+    }
+
     fn fill(&self, text: &str) -> String {
         self.pairs
             .iter()
@@ -295,6 +317,7 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
     };
     let mut pairs = vec![
         ("{outside}", arena.outside().display().to_string()),
+        ("{results}", arena.results().display().to_string()),
         (
             "{root}",
             arena
@@ -323,7 +346,8 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
 
     let mut builder = Runtime::builder()
         .plugin_dir(arena.plugins())
-        .debug_log(None)
+        .debug_log(attack.logged.then(|| arena.log()))
+        .result_store(Some(ResultStore::new(arena.results(), 100 * MIB)))
         .limits(attack.limits.clone())
         .http_overrides(attack.net.overrides.clone());
     if let Some(root) = arena.given_root() {
@@ -340,18 +364,19 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         .await
         .map_err(|error| format!("build: {error}"))?;
 
-    let mut background: Vec<Call> = Vec::new();
+    let mut steps = Steps {
+        runtime: &runtime,
+        arena: &arena,
+        file: &file,
+        placeholders: &placeholders,
+        server: server.as_ref(),
+        background: Vec::new(),
+        last_result: None,
+    };
     for step in &attack.steps {
-        check_step(
-            step,
-            &runtime,
-            &file,
-            &placeholders,
-            server.as_ref(),
-            &mut background,
-        )
-        .await?;
+        steps.check(step).await?;
     }
+    let background = steps.background;
     // The host is alive and still serves calls: the canary of another plugin answers,
     // with content it could only compute from this call's arguments.
     let nonce = attack.name;
@@ -471,105 +496,229 @@ async fn with_guard(call: Result<Call, toolcell::InvokeError>) -> Result<CallOut
         .map_err(|_| format!("the call did not end within {HANG_GUARD:?}"))
 }
 
-async fn check_step(
-    step: &Step,
-    runtime: &Runtime,
-    file: &str,
-    placeholders: &Placeholders,
-    server: Option<&TestServer>,
-    background: &mut Vec<Call>,
-) -> Result<(), String> {
-    match step {
-        Step::LoadFails(expected) | Step::LoadFailsStartingWith(expected) => {
-            let expected = placeholders.fill(expected);
-            let found: Vec<&str> = runtime
-                .diagnostics()
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .map(|d| d.message.as_str())
-                .collect();
-            let matches = match (step, found.as_slice()) {
-                (Step::LoadFails(_), [message]) => *message == expected,
-                (_, [message]) => message.starts_with(&expected),
-                _ => false,
-            };
-            if !matches {
-                return Err(format!(
-                    "{file}: expected the load failure {expected:?}, got {found:?}"
-                ));
-            }
-            if runtime
-                .tools()
-                .iter()
-                .any(|tool| tool.plugin != "aaa_canary")
-            {
-                return Err(format!("{file} failed to load but has tools registered"));
-            }
-        }
-        Step::Diagnostic(message) => {
-            let message = placeholders.fill(message);
-            if !runtime.diagnostics().iter().any(|d| d.message == message) {
-                return Err(format!(
-                    "expected the diagnostic {message:?}, got {:?}",
-                    runtime.diagnostics()
-                ));
-            }
-        }
-        Step::ToolCount(count) => {
-            if runtime.tools().len() != *count {
-                return Err(format!(
-                    "expected {count} tools, got {}",
-                    runtime.tools().len()
-                ));
-            }
-        }
-        Step::Call { tool, args, expect } => {
-            let args = placeholders.fill(args);
-            match runtime.call(tool, &args) {
-                Err(error) => check_refusal(tool, expect, &error.to_string(), placeholders)?,
-                Ok(call) => {
-                    let outcome = with_guard(Ok(call)).await?;
-                    check_outcome(tool, expect, &outcome, placeholders)?;
+/// What the steps of one attack share.
+struct Steps<'a> {
+    runtime: &'a Runtime,
+    arena: &'a Arena,
+    file: &'a str,
+    placeholders: &'a Placeholders,
+    server: Option<&'a TestServer>,
+    background: Vec<Call>,
+    /// The result id of the last call, as its notice gives it.
+    last_result: Option<String>,
+}
+
+impl Steps<'_> {
+    async fn check(&mut self, step: &Step) -> Result<(), String> {
+        let (runtime, file, placeholders) = (self.runtime, self.file, self.placeholders);
+        match step {
+            Step::LoadFails(expected) | Step::LoadFailsStartingWith(expected) => {
+                let expected = placeholders.fill(expected);
+                let found: Vec<&str> = runtime
+                    .diagnostics()
+                    .iter()
+                    .filter(|d| d.severity == Severity::Error)
+                    .map(|d| d.message.as_str())
+                    .collect();
+                let matches = match (step, found.as_slice()) {
+                    (Step::LoadFails(_), [message]) => *message == expected,
+                    (_, [message]) => message.starts_with(&expected),
+                    _ => false,
+                };
+                if !matches {
+                    return Err(format!(
+                        "{file}: expected the load failure {expected:?}, got {found:?}"
+                    ));
+                }
+                if runtime
+                    .tools()
+                    .iter()
+                    .any(|tool| tool.plugin != "aaa_canary")
+                {
+                    return Err(format!("{file} failed to load but has tools registered"));
                 }
             }
-        }
-        Step::Background { tool, args } => {
-            let call = runtime
-                .call(tool, &placeholders.fill(args))
-                .map_err(|error| format!("{tool}: refused: {error}"))?;
-            background.push(call);
-            // Let the call reach the plugin before the next step.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        Step::Settle { index, expect } => {
-            let call = background
-                .get_mut(*index)
-                .ok_or_else(|| format!("no background call {index}"))?;
-            let outcome = tokio::time::timeout(HANG_GUARD, call)
-                .await
-                .map_err(|_| format!("background call {index} did not end"))?;
-            check_outcome("the background call", expect, &outcome, placeholders)?;
-        }
-        Step::ServerRequests(count) => {
-            let server = server.ok_or("the attack has no server")?;
-            let seen = server.stats().requests;
-            if seen != *count {
-                return Err(format!("the server saw {seen} requests, expected {count}"));
+            Step::Diagnostic(message) => {
+                let message = placeholders.fill(message);
+                if !runtime.diagnostics().iter().any(|d| d.message == message) {
+                    return Err(format!(
+                        "expected the diagnostic {message:?}, got {:?}",
+                        runtime.diagnostics()
+                    ));
+                }
             }
+            Step::ToolCount(count) => {
+                if runtime.tools().len() != *count {
+                    return Err(format!(
+                        "expected {count} tools, got {}",
+                        runtime.tools().len()
+                    ));
+                }
+            }
+            Step::Call { tool, args, expect } => {
+                let args = placeholders.fill(args);
+                match runtime.call(tool, &args) {
+                    Err(error) => check_refusal(tool, expect, &error.to_string(), placeholders)?,
+                    Ok(call) => {
+                        let result = call.result_id();
+                        let outcome = with_guard(Ok(call)).await?;
+                        let placeholders = placeholders.with("{result}", result.clone());
+                        self.last_result = Some(result);
+                        check_outcome(tool, expect, &outcome, &placeholders)?;
+                    }
+                }
+            }
+            Step::Background { tool, args } => {
+                let call = runtime
+                    .call(tool, &placeholders.fill(args))
+                    .map_err(|error| format!("{tool}: refused: {error}"))?;
+                self.background.push(call);
+                // Let the call reach the plugin before the next step.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Step::Settle { index, expect } => {
+                let call = self
+                    .background
+                    .get_mut(*index)
+                    .ok_or_else(|| format!("no background call {index}"))?;
+                let outcome = tokio::time::timeout(HANG_GUARD, call)
+                    .await
+                    .map_err(|_| format!("background call {index} did not end"))?;
+                check_outcome("the background call", expect, &outcome, placeholders)?;
+            }
+            Step::ServerRequests(count) => {
+                let server = self.server.ok_or("the attack has no server")?;
+                let seen = server.stats().requests;
+                if seen != *count {
+                    return Err(format!("the server saw {seen} requests, expected {count}"));
+                }
+            }
+            Step::RootFile { path, content } => {
+                let root = placeholders.fill("{root}");
+                let found = std::fs::read(Path::new(&root).join(path))
+                    .ok()
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+                if &found != content {
+                    return Err(format!(
+                        "root/{path}: expected {content:?}, found {found:?}"
+                    ));
+                }
+            }
+            Step::HostRss { max_growth } => {
+                let (plugins, root) = (self.arena.plugins(), self.arena.root());
+                let growth = tokio::task::spawn_blocking(move || rss_growth(&plugins, &root))
+                    .await
+                    .map_err(|error| format!("measuring RSS: {error}"))??;
+                if growth > *max_growth {
+                    return Err(format!(
+                        "toolcell list peaked {} KiB above the canary alone; at most {} KiB expected",
+                        growth / 1024,
+                        max_growth / 1024
+                    ));
+                }
+            }
+            Step::ResultKept { bytes } => {
+                let id = self.last_result.as_deref().ok_or("no call made before")?;
+                let kept = runtime
+                    .result(id)
+                    .map_err(|error| format!("result {id}: {error}"))?;
+                if kept.len() != *bytes {
+                    return Err(format!(
+                        "result {id} is {} bytes, expected {bytes}",
+                        kept.len()
+                    ));
+                }
+            }
+            Step::DescriptionBytes { tool, bytes } => {
+                let found = runtime
+                    .tool(tool)
+                    .map(|tool| tool.description.len())
+                    .ok_or_else(|| format!("no tool {tool}"))?;
+                if found != *bytes {
+                    return Err(format!(
+                        "{tool}'s description is {found} bytes, expected {bytes}"
+                    ));
+                }
+            }
+            Step::Log {
+                max_bytes,
+                last_line_end,
+            } => check_log(&self.arena.log(), *max_bytes, last_line_end).await?,
         }
-        Step::RootFile { path, content } => {
-            let root = placeholders.fill("{root}");
-            let found = std::fs::read(Path::new(&root).join(path))
-                .ok()
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-            if &found != content {
+        Ok(())
+    }
+}
+
+/// How much more `toolcell list` of `plugins` peaks at than the same with the canary
+/// alone (resident memory, as the kernel counts a child's peak).
+fn rss_growth(plugins: &Path, root: &Path) -> Result<u64, String> {
+    let canary = TempDir::new().map_err(|error| error.to_string())?;
+    std::fs::write(canary.path().join(CANARY_FILE), CANARY).map_err(|e| e.to_string())?;
+    let alone = peak_rss(canary.path(), root)?;
+    let with = peak_rss(plugins, root)?;
+    Ok(with.saturating_sub(alone))
+}
+
+/// The peak RSS of `toolcell list --plugins PLUGINS --root ROOT`, in bytes.
+fn peak_rss(plugins: &Path, root: &Path) -> Result<u64, String> {
+    let child = std::process::Command::new(toolcell_tests::guest_build::toolcell_binary())
+        .arg("list")
+        .arg("--plugins")
+        .arg(plugins)
+        .arg("--root")
+        .arg(root)
+        .env_remove("CLM_DEBUG_LOG")
+        .env_remove("TOOLCELL_DEBUG_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| format!("starting toolcell list: {error}"))?;
+    let pid = libc::pid_t::try_from(child.id()).map_err(|error| error.to_string())?;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is a child of this process that nothing else waits for (its
+    // `Child` handle is never waited on), and both pointers are to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if waited < 0 {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("toolcell list ended with wait status {status}"));
+    }
+    // Linux counts a child's peak resident memory in KiB.
+    Ok(u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024)
+}
+
+/// Waits (a few seconds at most: the log is written by a thread of its own) until the
+/// log's last line ends as expected, then checks its size.
+async fn check_log(path: &Path, max_bytes: usize, last_line_end: &str) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let last = text
+            .trim_end_matches('\n')
+            .rsplit('\n')
+            .next()
+            .unwrap_or("");
+        if last.ends_with(last_line_end) {
+            if text.len() > max_bytes {
                 return Err(format!(
-                    "root/{path}: expected {content:?}, found {found:?}"
+                    "the debug log is {} bytes, at most {max_bytes} expected",
+                    text.len()
                 ));
             }
+            return Ok(());
         }
+        if started.elapsed() > Duration::from_secs(10) {
+            return Err(format!(
+                "the debug log ({} bytes) ends with the line {last:?}, expected it to end with {last_line_end:?}",
+                text.len()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(())
 }
 
 fn check_refusal(

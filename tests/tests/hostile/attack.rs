@@ -24,11 +24,14 @@ pub enum Category {
     Json,
     /// Components written below Lua, against the WIT world itself.
     Wasm,
+    /// What a plugin hands the host and the model: schemas, results, descriptions,
+    /// logs, copies.
+    Budgets,
 }
 
 impl Category {
     /// Every category, in table order.
-    pub const ALL: [Category; 7] = [
+    pub const ALL: [Category; 8] = [
         Category::Cpu,
         Category::Memory,
         Category::Files,
@@ -36,6 +39,7 @@ impl Category {
         Category::Protocol,
         Category::Json,
         Category::Wasm,
+        Category::Budgets,
     ];
 
     /// The folder of `tests/hostile/` that holds the category's plugins.
@@ -48,6 +52,7 @@ impl Category {
             Category::Protocol => "protocol",
             Category::Json => "json",
             Category::Wasm => "wasm",
+            Category::Budgets => "budgets",
         }
     }
 
@@ -61,6 +66,7 @@ impl Category {
             Category::Protocol => "protocol",
             Category::Json => "JSON",
             Category::Wasm => "wasm below Lua",
+            Category::Budgets => "handed to the host and the model",
         }
     }
 }
@@ -166,6 +172,19 @@ pub enum Step {
         path: &'static str,
         content: Option<String>,
     },
+    /// `toolcell list` of the arena's plugins peaks at no more than `max_growth` bytes of
+    /// resident memory above the same command with the canary alone.
+    HostRss { max_growth: u64 },
+    /// The last call's whole output is kept in the result store, `bytes` long.
+    ResultKept { bytes: usize },
+    /// Tool `tool` is registered with a description of exactly `bytes` bytes.
+    DescriptionBytes { tool: &'static str, bytes: usize },
+    /// The debug log (see [`Attack::logged`]) holds at most `max_bytes`, and its last
+    /// line ends with `last_line_end`.
+    Log {
+        max_bytes: usize,
+        last_line_end: String,
+    },
 }
 
 /// HTTP settings of an attack's runtime.
@@ -194,6 +213,8 @@ pub struct Attack {
     pub layout: Layout,
     pub limits: Limits,
     pub net: Net,
+    /// Whether the runtime writes a debug log (into a directory of its own).
+    pub logged: bool,
     pub steps: Vec<Step>,
 }
 
@@ -210,6 +231,7 @@ pub fn attack(category: Category, name: &'static str, what: &'static str) -> Att
         layout: Layout::Separate,
         limits: Limits::default(),
         net: Net::default(),
+        logged: false,
         steps: Vec::new(),
     }
 }
@@ -292,6 +314,12 @@ impl Attack {
     /// Bounds HTTP with these settings.
     pub fn http(mut self, overrides: HttpSection) -> Self {
         self.net.overrides = overrides;
+        self
+    }
+
+    /// Writes a debug log, as `CLM_DEBUG_LOG` would.
+    pub fn logged(mut self) -> Self {
+        self.logged = true;
         self
     }
 
@@ -400,6 +428,32 @@ impl Attack {
     /// The test server has received exactly `count` requests.
     pub fn server_requests(self, count: u64) -> Self {
         self.step(Step::ServerRequests(count))
+    }
+
+    /// `toolcell list` of the plugins grows the host's peak RSS by at most
+    /// `max_growth` bytes over the canary alone.
+    pub fn host_rss_growth_at_most(self, max_growth: u64) -> Self {
+        self.step(Step::HostRss { max_growth })
+    }
+
+    /// The last call's whole output is kept, `bytes` long.
+    pub fn result_kept(self, bytes: usize) -> Self {
+        self.step(Step::ResultKept { bytes })
+    }
+
+    /// `tool`'s description is exactly `bytes` long.
+    pub fn description_bytes(self, tool: &'static str, bytes: usize) -> Self {
+        self.step(Step::DescriptionBytes { tool, bytes })
+    }
+
+    /// The debug log holds at most `max_bytes`; its last line ends with
+    /// `last_line_end`.
+    pub fn log(self, max_bytes: usize, last_line_end: &str) -> Self {
+        let last_line_end = last_line_end.to_string();
+        self.step(Step::Log {
+            max_bytes,
+            last_line_end,
+        })
     }
 
     /// The root holds `path` with `content` (None: no such file).

@@ -58,6 +58,7 @@ pub fn attacks() -> Vec<Attack> {
         protocol(),
         json(),
         wasm(),
+        budgets(),
     ]
     .concat()
 }
@@ -857,5 +858,100 @@ fn wasm() -> Vec<Attack> {
         attack(Wasm, "not_wasm", "a file named .wasm that is not WebAssembly")
             .raw_file("not_wasm.bin")
             .load_fails_starting_with("plugin not_wasm.wasm failed to load: not a valid wasm component: "),
+    ]
+}
+
+/// How far one plugin may take the host's peak RSS, whatever its schemas: the bound
+/// docs/budgets.md gives for the default budget (validators of 256 KiB of schemas and
+/// patterns of 8 MiB, about 21 MiB), with room for noise.
+const PLUGIN_RSS_BOUND: u64 = 32 * MIB;
+
+fn budgets() -> Vec<Attack> {
+    // A pattern of the attack as messages quote it: its first 80 characters, escaped.
+    let pattern = |spaces: usize| {
+        let raw = format!("^[\\p{{L}}\\p{{N}}]{{0,120}}${}", " ".repeat(spaces));
+        let shown: String = raw.chars().take(80).collect();
+        let ellipsis = if shown.len() < raw.len() { "…" } else { "" };
+        format!("{}{ellipsis}", shown.replace('\\', "\\\\"))
+    };
+    let cut_notice = |shown: &str| {
+        format!(
+            "[output cut: {shown}; the whole output is result {{result}}: `toolcell result {{result}}` prints it; it is in {{results}}/{{result}}.txt]"
+        )
+    };
+    vec![
+        attack(Budgets, "schema_patterns", "50 patterns of about 7 MB of automaton each")
+            .diagnostic(&format!(
+                "tool 't' of plugin schema_patterns.lua is over its schema budget and is not registered: the pattern \"{}\" at `/properties/p1/pattern` compiles to more than 2 MiB (the limit per pattern)",
+                pattern(1)
+            ))
+            .tool_count(2)
+            .completes("patterns_alive", "{}", "alive")
+            .host_rss_growth_at_most(PLUGIN_RSS_BOUND),
+        attack(Budgets, "schema_tools", "400 tools of one such pattern each")
+            .diagnostic(&format!(
+                "tool 't4' of plugin schema_tools.lua is over its schema budget and is not registered: the pattern \"{}\" at `/properties/p/pattern` compiles to more than 2 MiB (the limit per pattern)",
+                pattern(4)
+            ))
+            .diagnostic(&format!(
+                "tool 't400' of plugin schema_tools.lua is over its schema budget and is not registered: the pattern \"{}\" at `/properties/p/pattern` would take the plugin's patterns past 8 MiB of compiled size in all",
+                pattern(400)
+            ))
+            .tool_count(2)
+            .completes("tools_alive", "{}", "alive")
+            .host_rss_growth_at_most(PLUGIN_RSS_BOUND),
+        attack(Budgets, "result_flood", "results of megabytes, of invalid UTF-8, of 100000 lines")
+            // Replaced, 3.5 MiB of invalid UTF-8 would be 10.5 MiB: the copy does not fit.
+            .fails("o", "{}", OUT_OF_MEMORY)
+            .completes(
+                "o_fits",
+                "{}",
+                &format!(
+                    "{}\n{}",
+                    "\u{FFFD}".repeat(51198 / 3),
+                    cut_notice("shown 1 of 1 lines, 51198 bytes of 3145728 bytes (3 MiB)")
+                ),
+            )
+            .result_kept(3 * MIB as usize)
+            .completes(
+                "o_lines",
+                "{}",
+                &format!(
+                    "{}{}",
+                    "line\n".repeat(2000),
+                    cut_notice("shown 2000 of 100000 lines, 10000 bytes of 500000 bytes")
+                ),
+            )
+            .result_kept(500_000),
+        attack(Budgets, "description_flood", "three descriptions of 1 MiB of invalid UTF-8")
+            .load_fails(&format!(
+                "plugin description_flood.lua failed to load: {OUT_OF_MEMORY}"
+            )),
+        attack(Budgets, "long_descriptions", "three descriptions of 100 KB")
+            .diagnostic(
+                "tool 'long1' of plugin long_descriptions.lua has a description of 100000 bytes; the model sees its first 4 KiB",
+            )
+            .diagnostic(
+                "tool 'long3' of plugin long_descriptions.lua has a description of 100000 bytes; the model sees its first 4 KiB",
+            )
+            .description_bytes("long2", 4096)
+            .completes("long3", "{}", "alive"),
+        attack(Budgets, "log_flood", "ctx:log of 3 million newlines, without end")
+            .logged()
+            // Each message is charged to the deadline's instruction count by its size,
+            // so the endless loop of 3 MB messages stops at its deadline.
+            .fails("l", "{}", "tool 'l' timed out after 2000 ms")
+            .log(
+                MIB as usize + 512,
+                "messages of call 1 were dropped; a call may write 1 MiB]",
+            )
+            .completes("log_alive", "{}", "alive")
+            .log(MIB as usize + 1024, "[log_flood] still logging"),
+        attack(Budgets, "host_copies", "warn and http.get headers of 40 strings of 1 MiB")
+            .logged()
+            .fails("w", "{}", OUT_OF_MEMORY)
+            .completes("w_caught", "{}", "false | not enough memory")
+            .fails("h", "{}", OUT_OF_MEMORY)
+            .completes("copies_alive", "{}", "alive"),
     ]
 }
