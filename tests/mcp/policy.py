@@ -30,8 +30,8 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-# Bounds that only catch hangs.
-HANG = 30.0
+# The checks shared with the main client script (beside this one).
+from client import HANG, check, ok, text_of
 
 # Plugin `policy`: every write is counted, so a check can tell whether the plugin ran.
 PLUGIN = """
@@ -74,15 +74,6 @@ deny = ["danger*"]
 """
 
 
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-def ok(name: str) -> None:
-    print(f"ok - {name}", flush=True)
-
-
 class User:
     """The client's user: answers each elicitation with the next scripted answer, and
     remembers what it was asked."""
@@ -104,13 +95,6 @@ class User:
         self.asked.append(params)
         check(bool(self.answers), f"an unexpected question: {params.message!r}")
         return self.answers.pop(0)
-
-
-def text_of(result: types.CallToolResult) -> str:
-    check(len(result.content) == 1, f"expected one content block, got {result.content!r}")
-    block = result.content[0]
-    check(isinstance(block, types.TextContent), f"expected text content, got {block!r}")
-    return block.text
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> types.CallToolResult:
