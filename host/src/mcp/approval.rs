@@ -13,7 +13,8 @@ use rmcp::service::{ElicitationMode, Peer};
 use crate::policy::{Answer, Approvals, BoxFuture, PermissionHandler, PermissionPrompt};
 
 /// What `ask` does in a session whose client cannot be asked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum AskFallback {
     /// The call runs.
     Allow,
