@@ -11,19 +11,16 @@
 //! docs/policy.md explains each part.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use toolcell::policy::{
-    Answer, Approvals, Before, Decision, Interceptor, PermissionRequest, ResolverError,
-};
-use toolcell::{CallOptions, RuntimeBuilder};
+use toolcell::policy::{Answer, Before, Decision, Interceptor, PermissionRequest, ResolverError};
+use toolcell::{RuntimeBuilder, Session};
 
 /// The recorded calls, turn by turn: (tool, arguments).
 const TURNS: &[&[(&str, &str)]] = &[
     &[
         ("hello", r#"{"name":"agent"}"#),
         ("convert_length", r#"{"value":3,"from":"mi","to":"km"}"#),
-        ("list_units", "{}"),
+        ("hello", r#"{"name":"again"}"#),
     ],
     &[
         ("note_write", r#"{"name":"plan","text":"walk 4.828 km"}"#),
@@ -75,17 +72,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         Answer::AllowForSession
     };
-    let session = Arc::new(Approvals::new(Some(Arc::new(user))));
+    let session = Session::with_permission_handler(user);
 
     for (turn, calls) in TURNS.iter().enumerate() {
         println!("turn {}", turn + 1);
         let mut running = Vec::new();
         for (tool, args) in *calls {
-            let options = CallOptions {
-                approvals: Some(session.clone()),
-                ..CallOptions::default()
-            };
-            running.push((*tool, runtime.call_with(tool, args, options)));
+            running.push((*tool, session.call(&runtime, tool, args)));
         }
         for (tool, call) in running {
             let text = match call {

@@ -155,22 +155,8 @@ impl CallOutcome {
     }
 
     /// The same kind of outcome with `text` as its output (completed) or its message.
-    pub fn with_text(mut self, text: String) -> CallOutcome {
-        match &mut self {
-            CallOutcome::Completed(old)
-            | CallOutcome::Failed(old)
-            | CallOutcome::BrokeRule(old)
-            | CallOutcome::TimedOut(old)
-            | CallOutcome::OutOfMemory(old)
-            | CallOutcome::Crashed { message: old, .. }
-            | CallOutcome::Disabled(old)
-            | CallOutcome::Cancelled(old)
-            | CallOutcome::Stopped(old)
-            | CallOutcome::Denied(old)
-            | CallOutcome::Refused(old)
-            | CallOutcome::InvalidArguments(old) => *old = text,
-        }
-        self
+    pub fn with_text(self, text: String) -> CallOutcome {
+        self.map_text(|_| text)
     }
 
     /// The kind as a stable lower-case label, for logs and metrics: `completed`,
@@ -190,6 +176,37 @@ impl CallOutcome {
             CallOutcome::Denied(_) => "denied",
             CallOutcome::Refused(_) => "refused",
             CallOutcome::InvalidArguments(_) => "invalid_arguments",
+        }
+    }
+
+    /// The same outcome with its text (the output, or the failure's message) passed
+    /// through `change`.
+    pub(crate) fn map_text(self, change: impl FnOnce(String) -> String) -> CallOutcome {
+        match self {
+            CallOutcome::Completed(output) => CallOutcome::Completed(change(output)),
+            CallOutcome::Failed(message) => CallOutcome::Failed(change(message)),
+            CallOutcome::BrokeRule(message) => CallOutcome::BrokeRule(change(message)),
+            CallOutcome::TimedOut(message) => CallOutcome::TimedOut(change(message)),
+            CallOutcome::OutOfMemory(message) => CallOutcome::OutOfMemory(change(message)),
+            CallOutcome::Crashed {
+                message,
+                cause,
+                fate,
+                during_another_call,
+            } => CallOutcome::Crashed {
+                message: change(message),
+                cause,
+                fate,
+                during_another_call,
+            },
+            CallOutcome::Disabled(message) => CallOutcome::Disabled(change(message)),
+            CallOutcome::Cancelled(message) => CallOutcome::Cancelled(change(message)),
+            CallOutcome::Stopped(message) => CallOutcome::Stopped(change(message)),
+            CallOutcome::Denied(message) => CallOutcome::Denied(change(message)),
+            CallOutcome::Refused(message) => CallOutcome::Refused(change(message)),
+            CallOutcome::InvalidArguments(message) => {
+                CallOutcome::InvalidArguments(change(message))
+            }
         }
     }
 

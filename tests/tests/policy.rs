@@ -79,10 +79,12 @@ fn answering(
     (handler, prompts)
 }
 
+/// The tools a session's model is shown.
 fn listed(runtime: &Runtime) -> Vec<String> {
-    runtime
-        .listed_tools()
-        .map(|tool| tool.name.clone())
+    toolcell::Session::new()
+        .tools(runtime)
+        .into_iter()
+        .map(|tool| tool.name)
         .collect()
 }
 

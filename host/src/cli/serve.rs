@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{PluginArgs, usage_error};
+use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error, warn_unmatched};
 use crate::mcp::{
     self, AskFallback, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared,
 };
-use crate::{Runtime, RuntimeBuilder, reload};
+use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
 /// Kubernetes gives a pod by default, with room for the rest of the exit.
@@ -28,6 +28,10 @@ const MIN_TOKEN_CHARS: usize = 16;
 pub(super) struct ServeArgs {
     #[command(flatten)]
     plugins: PluginArgs,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Serve streamable HTTP at IP:PORT (endpoint /mcp; port 0 picks a free port)
     /// instead of stdio. Loopback addresses only, unless --allow-remote.
     #[arg(long, value_name = "IP:PORT")]
@@ -103,7 +107,11 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
     let builder = match args.plugins.builder(&[]) {
-        Ok(builder) => builder.log_listener(logs.clone()),
+        Ok(builder) => args.output.apply(builder).log_listener(logs.clone()),
+        Err(message) => return usage_error(&message),
+    };
+    let scope = match args.scope.scope() {
+        Ok(scope) => scope,
         Err(message) => return usage_error(&message),
     };
     let options = ServeOptions {
@@ -116,6 +124,12 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             Some(addr) => Some(Metrics::bind(addr).await?),
             None => None,
         };
+        let serving = Serving {
+            logs,
+            options,
+            scope,
+            metrics,
+        };
         match args.http {
             Some(addr) => {
                 let grace = Duration::from_secs(args.shutdown_grace);
@@ -124,15 +138,11 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
                     max_sessions: args.max_sessions,
                     token,
                 };
-                serve_http(builder, logs, options, addr, http, grace, metrics).await
+                serve_http(builder, serving, addr, http, grace).await
             }
             None => {
                 let tools = builder.build().await.map_err(|error| error.to_string())?;
-                let tools = Arc::new(RwLock::new(tools));
-                if let Some(metrics) = metrics {
-                    metrics.serve(&tools);
-                }
-                let shared = Shared::new(tools.clone(), logs, options, Lifecycle::new());
+                let (tools, shared) = serving.share(tools, Lifecycle::new());
                 let _watcher = watch(args.watch, &tools, &shared, None)?;
                 mcp::serve_stdio(shared).await
             }
@@ -197,13 +207,12 @@ fn watch(
 /// is cancelled and the server exits.
 async fn serve_http(
     builder: RuntimeBuilder,
-    logs: Arc<LogRouter>,
-    options: ServeOptions,
+    loaded: Serving,
     addr: SocketAddr,
     http: HttpOptions,
     grace: Duration,
-    metrics: Option<Metrics>,
 ) -> Result<(), String> {
+    let options = loaded.options;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
@@ -229,11 +238,7 @@ async fn serve_http(
         // Nothing is in flight before the plugins are loaded.
         () = &mut signal => return Ok(()),
     };
-    let tools = Arc::new(RwLock::new(tools));
-    if let Some(metrics) = metrics {
-        metrics.serve(&tools);
-    }
-    let shared = Shared::new(tools.clone(), logs, options, lifecycle.clone());
+    let (tools, shared) = loaded.share(tools, lifecycle.clone());
     let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
     server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);
@@ -257,6 +262,29 @@ async fn serve_http(
     server.close();
     let _ = serving.await;
     Ok(())
+}
+
+/// What either transport serves once the plugins are loaded.
+struct Serving {
+    logs: Arc<LogRouter>,
+    options: ServeOptions,
+    scope: Scope,
+    metrics: Option<Metrics>,
+}
+
+impl Serving {
+    /// Warns about scope globs that match no tool, starts the metrics endpoint, and
+    /// shares `tools` with the MCP sessions.
+    fn share(self, tools: Runtime, lifecycle: Lifecycle) -> (Arc<RwLock<Runtime>>, Shared) {
+        warn_unmatched(&Session::new().with_scope(self.scope.clone()), &tools);
+        let tools = Arc::new(RwLock::new(tools));
+        if let Some(metrics) = self.metrics {
+            metrics.serve(&tools);
+        }
+        let shared =
+            Shared::new(tools.clone(), self.logs, self.options, lifecycle).with_scope(self.scope);
+        (tools, shared)
+    }
 }
 
 /// The metrics endpoint of `--metrics`: its socket is bound before the plugins load

@@ -26,6 +26,7 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::outcome::CallOutcome;
+use crate::progress::ProgressSender;
 use crate::sandbox::{Ended, PluginHandle};
 use crate::stats::{Meters, ToolMeter};
 use crate::{PluginInfo, ToolInfo};
@@ -203,6 +204,8 @@ pub(crate) struct Gated {
     pub arguments: serde_json::Value,
     /// Checks arguments an interceptor replaced.
     pub check: Box<ArgumentCheck>,
+    /// Where the plugin's progress goes.
+    pub progress: ProgressSender,
     pub cancel: Arc<Cancellation>,
 }
 
@@ -258,7 +261,9 @@ impl Gated {
         };
         let started = Instant::now();
         let running = Running {
-            outcome: self.handle.start(self.id, &name, args, self.tool.timeout),
+            outcome: self
+                .handle
+                .start(self.id, &name, args, self.tool.timeout, self.progress),
             handle: &self.handle,
             id: self.id,
             finished: false,

@@ -1,7 +1,7 @@
 //! Configuring and loading a [`Runtime`]: where plugins come from, what the user's
 //! policy allows them, and the first load of every plugin file.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +14,7 @@ use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::engine::{Engine, EngineError, Options};
+use crate::envelope::{Envelope, UntrustedOutput};
 use crate::files::{FileAccess, FileRoot, Files, RootError};
 use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
@@ -35,6 +36,7 @@ use crate::trusted::{self, TrustedPaths};
 use super::Runtime;
 use super::loader::{Loader, Policy};
 use super::plugin::{Plugin, PluginDirs};
+use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -90,6 +92,8 @@ pub struct RuntimeBuilder {
     /// `None`: [`DEFAULT_INTERCEPTOR_TIMEOUT`].
     interceptor_timeout: Option<Duration>,
     max_concurrent: Option<usize>,
+    reserved: HashSet<String>,
+    untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
 }
@@ -170,6 +174,26 @@ impl RuntimeBuilder {
     /// debug log off.
     pub fn debug_log(mut self, path: Option<PathBuf>) -> Self {
         self.debug_log = path;
+        self
+    }
+
+    /// Keeps `names` for the embedder's own tools (clm-tool(5): a name is unique across
+    /// plugins *and* built-in tools): a plugin tool registered under one of them is
+    /// reported (`tool_collision`) and answers only to its path.
+    pub fn reserve_tool_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.reserved.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// How the output of plugins that are not trusted reaches the model, over the
+    /// configuration's `[output] untrusted` (`--untrusted-output`); a plugin's own
+    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::envelope`]).
+    pub fn untrusted_output(mut self, mode: UntrustedOutput) -> Self {
+        self.untrusted_output = Some(mode);
         self
     }
 
@@ -315,6 +339,21 @@ impl RuntimeBuilder {
             meters: Meters::default(),
             approvals: Arc::new(Approvals::new(self.on_permission)),
         };
+        let naming = Naming {
+            aliases: self
+                .config
+                .aliases
+                .iter()
+                .map(|(alias, target)| (alias.clone(), target.clone()))
+                .collect(),
+            reserved: self.reserved,
+            config_file: self
+                .config
+                .path()
+                .map_or_else(|| PathBuf::from("(config)"), Path::to_path_buf),
+        };
+        let descriptions = self.config.tool_descriptions();
+        let untrusted = self.config.untrusted_policy(self.untrusted_output);
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
@@ -348,7 +387,11 @@ impl RuntimeBuilder {
             infos: Vec::new(),
             tools: Vec::new(),
             entries: Vec::new(),
-            by_name: HashMap::new(),
+            names: Names::default(),
+            naming,
+            descriptions,
+            untrusted,
+            envelope: Envelope::fresh(),
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),

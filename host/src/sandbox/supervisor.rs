@@ -19,6 +19,7 @@ use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
+use crate::progress::ProgressSender;
 
 /// How a call ended, and the fuel it burnt (for the runtime's statistics).
 #[derive(Debug)]
@@ -51,6 +52,8 @@ pub struct CallRequest {
     pub timeout: Option<Duration>,
     /// Receives the outcome.
     pub reply: oneshot::Sender<Ended>,
+    /// Receives the progress the plugin reports.
+    pub progress: ProgressSender,
 }
 
 /// A call in flight, as the host sees it.
@@ -138,6 +141,7 @@ impl Supervisor {
             args,
             timeout,
             reply,
+            progress,
         } = request;
         if let Some(reason) = &self.disabled {
             let _ = reply.send(Ended::before_running(CallOutcome::Disabled(reason.clone())));
@@ -169,7 +173,7 @@ impl Supervisor {
         let budget = self.context.grants.limits.fuel;
         let mut fuel = budget;
         let state = instance
-            .start(call, &tool, &args, deadline, &mut fuel)
+            .start(call, &tool, &args, progress, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
             log: LogEnd {
