@@ -16,14 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
-import sys
 import tempfile
-import threading
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -31,7 +26,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 # The checks shared with the main client script (beside this one).
-from client import HANG, check, ok, text_of
+from client import HANG, check, http_server, ok, text_of
 
 # Plugin `policy`: every write is counted, so a check can tell whether the plugin ran.
 PLUGIN = """
@@ -168,33 +163,6 @@ async def plain_session(client: Client, fallback: str) -> None:
     else:
         check(result.is_error is not True and text_of(result).startswith("written x"), f"allowed: {result!r}")
         ok("a client that cannot elicit is allowed with --ask-fallback allow")
-
-
-@asynccontextmanager
-async def http_server(command: list[str], env: dict[str, str]) -> AsyncIterator[str]:
-    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    found = threading.Event()
-    url: list[str] = []
-
-    def read_stderr() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            sys.stderr.write(f"[toolcell] {line}")
-            match = re.search(r"serving MCP at (http://\S+)", line)
-            if match and not url:
-                url.append(match.group(1))
-                found.set()
-        found.set()
-
-    threading.Thread(target=read_stderr, daemon=True).start()
-    try:
-        await anyio.to_thread.run_sync(found.wait, HANG)
-        check(bool(url), "toolcell serve --http printed its address")
-        yield url[0]
-    finally:
-        process.terminate()
-        process.wait(HANG)
 
 
 async def main() -> None:
