@@ -42,6 +42,7 @@ pub mod names;
 mod outcome;
 pub mod output;
 pub mod pack;
+pub mod policy;
 pub mod progress;
 #[cfg(feature = "watch")]
 pub mod reload;
@@ -55,6 +56,7 @@ mod schema_budget;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod stats;
 pub mod strict_schema;
 pub mod trusted;
 mod validation;
