@@ -167,7 +167,7 @@ impl Engine {
                     tokio::task::spawn_blocking(move || {
                         let snapshot = engine.options().snapshot.then_some(run_once_engine as _);
                         let component = guest::compile(engine.wasmtime(), &cache, snapshot)
-                            .map_err(|error| CodeError::LuaRuntime(format!("{error:#}")))?;
+                            .map_err(|error| CodeError::LuaGuest(format!("{error:#}")))?;
                         engine.link(&component)
                     })
                     .await

@@ -39,12 +39,12 @@ pub(super) struct CallArgs {
 /// is asked about on the terminal (stderr, and an answer from stdin); without one it
 /// is denied, unless `--yes`. The progress the plugin reports goes to stderr as it
 /// comes (at most every 100 ms).
-pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode {
+pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode {
     let builder = match args.plugins.builder(&[]) {
         Ok(builder) => args.output.apply(builder),
         Err(message) => return usage_error(&message),
     };
-    let tools = match runtime.block_on(builder.build()) {
+    let tools = match tokio_rt.block_on(builder.build()) {
         Ok(tools) => tools,
         Err(error) => return usage_error(&error.to_string()),
     };
@@ -82,7 +82,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CallArgs) -> ExitCode
     };
     let mut updates = call.progress();
     let mut updates_open = true;
-    let outcome = runtime.block_on(async {
+    let outcome = tokio_rt.block_on(async {
         loop {
             tokio::select! {
                 outcome = &mut call => break outcome,

@@ -19,8 +19,8 @@ pub(super) struct CheckArgs {
 
 /// Prints one line per diagnostic (`error[code] message`) and a summary; exits 1 when
 /// there is an error, 0 otherwise (warnings included).
-pub(super) fn run(runtime: &tokio::runtime::Runtime, args: CheckArgs) -> ExitCode {
-    let tools = match args.plugins.load_with(runtime, &args.dirs) {
+pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CheckArgs) -> ExitCode {
+    let tools = match args.plugins.load_with(tokio_rt, &args.dirs) {
         Ok(tools) => tools,
         Err(message) => return usage_error(&message),
     };

@@ -22,12 +22,12 @@ pub(super) struct InspectArgs {
     json: bool,
 }
 
-pub(super) fn run(runtime: &tokio::runtime::Runtime, args: InspectArgs) -> ExitCode {
+pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: InspectArgs) -> ExitCode {
     let engine = match environment::engine(Options::default()) {
         Ok(engine) => engine,
         Err(error) => return usage_error(&error.to_string()),
     };
-    let report = match runtime.block_on(inspect::inspect(&args.file, &engine)) {
+    let report = match tokio_rt.block_on(inspect::inspect(&args.file, &engine)) {
         Ok(report) => report,
         Err(error) => return usage_error(&error.to_string()),
     };

@@ -42,8 +42,8 @@ enum ListFormat {
     Mcp,
 }
 
-pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode {
-    let tools = match args.plugins.load(runtime) {
+pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode {
+    let tools = match args.plugins.load(tokio_rt) {
         Ok(tools) => tools,
         Err(message) => return usage_error(&message),
     };

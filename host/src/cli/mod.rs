@@ -139,18 +139,18 @@ struct PluginArgs {
 
 impl PluginArgs {
     /// Loads the plugins as the arguments say. Errors are usage errors.
-    fn load(&self, runtime: &tokio::runtime::Runtime) -> Result<Runtime, String> {
-        self.load_with(runtime, &[])
+    fn load(&self, tokio_rt: &tokio::runtime::Runtime) -> Result<Runtime, String> {
+        self.load_with(tokio_rt, &[])
     }
 
     /// Loads the plugins of `--plugins` and of `extra_dirs`.
     fn load_with(
         &self,
-        runtime: &tokio::runtime::Runtime,
+        tokio_rt: &tokio::runtime::Runtime,
         extra_dirs: &[PathBuf],
     ) -> Result<Runtime, String> {
         let builder = self.builder(extra_dirs)?;
-        runtime
+        tokio_rt
             .block_on(builder.build())
             .map_err(|error| error.to_string())
     }
@@ -283,34 +283,34 @@ pub fn main() -> ExitCode {
         Command::Check(_) | Command::Inspect(_) | Command::Pack(_)
     );
     init_logging(cli.verbose, quiet);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let tokio_rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime,
+        Ok(tokio_rt) => tokio_rt,
         Err(error) => return usage_error(&format!("cannot start the async runtime: {error}")),
     };
     let code = match cli.command {
-        Command::Call(args) => call::run(&runtime, args),
-        Command::List(args) => list::run(&runtime, args),
-        Command::Check(args) => check::run(&runtime, args),
+        Command::Call(args) => call::run(&tokio_rt, args),
+        Command::List(args) => list::run(&tokio_rt, args),
+        Command::Check(args) => check::run(&tokio_rt, args),
         Command::New(args) => new::run(args),
-        Command::Pack(args) => pack::run(&runtime, args),
-        Command::Inspect(args) => inspect::run(&runtime, args),
+        Command::Pack(args) => pack::run(&tokio_rt, args),
+        Command::Inspect(args) => inspect::run(&tokio_rt, args),
         Command::Result(args) => result::run(args),
         Command::Sign(args) => sign::sign(args),
         Command::Verify(args) => sign::verify(args),
         Command::Keygen(args) => sign::keygen(args),
-        Command::Serve(args) => serve::run(&runtime, args),
+        Command::Serve(args) => serve::run(&tokio_rt, args),
         #[cfg(feature = "oci")]
-        Command::Push(args) => registry::push(&runtime, args),
+        Command::Push(args) => registry::push(&tokio_rt, args),
         #[cfg(feature = "oci")]
-        Command::Pull(args) => registry::pull(&runtime, args),
+        Command::Pull(args) => registry::pull(&tokio_rt, args),
         #[cfg(feature = "oci")]
-        Command::Install(args) => registry::install(&runtime, args),
+        Command::Install(args) => registry::install(&tokio_rt, args),
     };
     // Plugins may have timers or requests pending; do not wait for them.
-    runtime.shutdown_background();
+    tokio_rt.shutdown_background();
     code
 }
 

@@ -30,7 +30,7 @@ pub(super) struct PackArgs {
     no_check: bool,
 }
 
-pub(super) fn run(runtime: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode {
+pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode {
     let packed = match pack::pack_file(&args.input, args.manifest.as_deref()) {
         Ok(packed) => packed,
         Err(error) => return usage_error(&error.to_string()),
@@ -55,7 +55,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode
             Ok(engine) => engine,
             Err(error) => return usage_error(&error.to_string()),
         };
-        let diagnostics = match runtime.block_on(pack::check(&packed.bytes, &file_name, &engine)) {
+        let diagnostics = match tokio_rt.block_on(pack::check(&packed.bytes, &file_name, &engine)) {
             Ok(diagnostics) => diagnostics,
             Err(error) => return usage_error(&error.to_string()),
         };

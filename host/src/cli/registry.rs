@@ -99,7 +99,7 @@ pub(super) struct InstallArgs {
     registry: RegistryArgs,
 }
 
-pub(super) fn push(runtime: &tokio::runtime::Runtime, args: PushArgs) -> ExitCode {
+pub(super) fn push(tokio_rt: &tokio::runtime::Runtime, args: PushArgs) -> ExitCode {
     let reference = match parse_reference(&args.reference) {
         Ok(reference) => reference,
         Err(code) => return code,
@@ -111,7 +111,7 @@ pub(super) fn push(runtime: &tokio::runtime::Runtime, args: PushArgs) -> ExitCod
         }
     };
     let options = args.registry.options(DEFAULT_MAX_ARTIFACT_BYTES);
-    match runtime.block_on(distribution::push(&reference, &bytes, &options)) {
+    match tokio_rt.block_on(distribution::push(&reference, &bytes, &options)) {
         Ok(pushed) => {
             println!(
                 "pushed {} to {} (layer sha256:{})",
@@ -125,7 +125,7 @@ pub(super) fn push(runtime: &tokio::runtime::Runtime, args: PushArgs) -> ExitCod
     }
 }
 
-pub(super) fn pull(runtime: &tokio::runtime::Runtime, args: PullArgs) -> ExitCode {
+pub(super) fn pull(tokio_rt: &tokio::runtime::Runtime, args: PullArgs) -> ExitCode {
     let reference = match parse_reference(&args.reference) {
         Ok(reference) => reference,
         Err(code) => return code,
@@ -135,7 +135,7 @@ pub(super) fn pull(runtime: &tokio::runtime::Runtime, args: PullArgs) -> ExitCod
         Err(message) => return usage_error(&message),
     };
     let options = args.registry.options(args.checks.max_artifact_bytes);
-    match runtime.block_on(distribution::pull_into(
+    match tokio_rt.block_on(distribution::pull_into(
         &reference,
         &args.output,
         &options,
@@ -149,7 +149,7 @@ pub(super) fn pull(runtime: &tokio::runtime::Runtime, args: PullArgs) -> ExitCod
     }
 }
 
-pub(super) fn install(runtime: &tokio::runtime::Runtime, args: InstallArgs) -> ExitCode {
+pub(super) fn install(tokio_rt: &tokio::runtime::Runtime, args: InstallArgs) -> ExitCode {
     let trust = match args.checks.trust() {
         Ok(trust) => trust,
         Err(message) => return usage_error(&message),
@@ -172,11 +172,11 @@ pub(super) fn install(runtime: &tokio::runtime::Runtime, args: InstallArgs) -> E
                 Ok(reference) => reference,
                 Err(code) => return code,
             };
-            runtime
+            tokio_rt
                 .block_on(installer.install(&reference))
                 .map(|installed| vec![installed])
         }
-        None => runtime.block_on(installer.reinstall()),
+        None => tokio_rt.block_on(installer.reinstall()),
     };
     match result {
         Ok(installed) => {

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error, warn_unmatched};
 use crate::mcp::{
-    self, AskFallback, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared,
+    self, AskFallback, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, ServerState,
 };
 use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
 
@@ -77,7 +77,7 @@ pub(super) struct ServeArgs {
 
 /// Serves until stdin ends (stdio) or the process is interrupted (HTTP). Exit code 0,
 /// or 2 when the server could not start.
-pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCode {
+pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCode {
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
         && !args.allow_remote
@@ -119,7 +119,7 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
         floor_tool: args.bench_floor_tool,
         ask_fallback: args.ask_fallback,
     };
-    let result = runtime.block_on(async {
+    let result = tokio_rt.block_on(async {
         let metrics = match args.metrics {
             Some(addr) => Some(Metrics::bind(addr).await?),
             None => None,
@@ -181,7 +181,7 @@ fn bearer_token(file: Option<&Path>) -> Result<Option<Arc<str>>, String> {
 fn watch(
     enabled: bool,
     tools: &Arc<RwLock<Runtime>>,
-    shared: &Shared,
+    shared: &ServerState,
     lifecycle: Option<Lifecycle>,
 ) -> Result<Option<reload::Watcher>, String> {
     if !enabled {
@@ -275,14 +275,14 @@ struct Serving {
 impl Serving {
     /// Warns about scope globs that match no tool, starts the metrics endpoint, and
     /// shares `tools` with the MCP sessions.
-    fn share(self, tools: Runtime, lifecycle: Lifecycle) -> (Arc<RwLock<Runtime>>, Shared) {
+    fn share(self, tools: Runtime, lifecycle: Lifecycle) -> (Arc<RwLock<Runtime>>, ServerState) {
         warn_unmatched(&Session::new().with_scope(self.scope.clone()), &tools);
         let tools = Arc::new(RwLock::new(tools));
         if let Some(metrics) = self.metrics {
             metrics.serve(&tools);
         }
-        let shared =
-            Shared::new(tools.clone(), self.logs, self.options, lifecycle).with_scope(self.scope);
+        let shared = ServerState::new(tools.clone(), self.logs, self.options, lifecycle)
+            .with_scope(self.scope);
         (tools, shared)
     }
 }

@@ -38,7 +38,7 @@ use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::ServerState;
 use super::jsonrpc::{self, MAX_MESSAGE_BYTES, Rejection};
 use super::lifecycle::{Lifecycle, RequestGuard};
 use super::server::ToolServer;
@@ -116,7 +116,7 @@ impl HttpServer {
     }
 
     /// Serves MCP over `shared` from now on, and marks the plugins loaded.
-    pub fn open(&self, shared: Shared) {
+    pub fn open(&self, shared: ServerState) {
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(shared.shutdown.child_token())
             // `admit` reads the body first, with the same limit.
@@ -141,7 +141,7 @@ impl HttpServer {
         self.stop_accepting.cancel();
     }
 
-    /// The sessions are closed (`Shared::shut_down`): connections still open get
+    /// The sessions are closed (`ServerState::shut_down`): connections still open get
     /// [`FLUSH_GRACE`] to finish, then [`HttpServer::serve`] returns.
     pub fn close(&self) {
         self.stop_accepting.cancel();

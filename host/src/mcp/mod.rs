@@ -15,7 +15,7 @@
 //! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
 //!   else `--ask-fallback`).
 //!
-//! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
+//! Both transports share one [`ServerState`]: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
 //! changes from hot reload (`crate::reload`), the router of plugin logs, and the
 //! server's shutdown signal.
@@ -54,7 +54,7 @@ pub const FLOOR_TOOL: &str = "toolcell-floor";
 
 /// What every MCP session of one server shares.
 #[derive(Clone)]
-pub struct Shared {
+pub struct ServerState {
     runtime: Arc<RwLock<Runtime>>,
     logs: Arc<LogRouter>,
     changes: broadcast::Sender<()>,
@@ -77,7 +77,7 @@ pub struct ServeOptions {
     pub ask_fallback: AskFallback,
 }
 
-impl Shared {
+impl ServerState {
     /// The state of a server over `runtime`, which was built with `logs` as its log
     /// listener, and whose readiness and calls in flight `lifecycle` tracks.
     pub fn new(
@@ -85,9 +85,9 @@ impl Shared {
         logs: Arc<LogRouter>,
         options: ServeOptions,
         lifecycle: Lifecycle,
-    ) -> Shared {
+    ) -> ServerState {
         let (changes, _) = broadcast::channel(16);
-        Shared {
+        ServerState {
             runtime,
             logs,
             changes,
@@ -99,7 +99,7 @@ impl Shared {
     }
 
     /// Every session sees `scope` (`serve --tools`).
-    pub fn with_scope(mut self, scope: Scope) -> Shared {
+    pub fn with_scope(mut self, scope: Scope) -> ServerState {
         self.scope = scope;
         self
     }

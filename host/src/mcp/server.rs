@@ -1,5 +1,5 @@
 //! The MCP protocol handler: one [`ToolServer`] per session (stdio has one; streamable
-//! HTTP one per session or per request), all over the same [`Shared`] runtime.
+//! HTTP one per session or per request), all over the same [`ServerState`] runtime.
 //!
 //! - Each MCP session is a [`Session`]: it sees the tools in the scope `serve --tools`
 //!   gave, under the names models see (aliases, plain names, wire names of paths), and
@@ -61,7 +61,7 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::logging::{CallLog, Rate};
-use super::{FLOOR_TOOL, Shared, approval};
+use super::{FLOOR_TOOL, ServerState, approval};
 use crate::policy::Approvals;
 use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, schema};
 
@@ -78,7 +78,7 @@ const OFFERED: &str =
 
 /// The handler of one MCP session.
 pub struct ToolServer {
-    shared: Shared,
+    shared: ServerState,
     /// What this session's model sees.
     view: Session,
     /// Cancelled when this handler is dropped (the session ended): stops its
@@ -101,7 +101,7 @@ pub struct ToolServer {
 
 impl ToolServer {
     /// A handler for a new session.
-    pub fn new(shared: Shared) -> ToolServer {
+    pub fn new(shared: ServerState) -> ToolServer {
         let session = CancellationToken::new();
         ToolServer {
             view: Session::new().with_scope(shared.scope.clone()),

@@ -21,12 +21,12 @@ use rmcp::{Service, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::ServerState;
 use super::lines::LineTransport;
 use super::server::ToolServer;
 
 /// Serves MCP on stdin/stdout until stdin ends (or `shared` is shut down).
-pub async fn serve_stdio(shared: Shared) -> Result<(), String> {
+pub async fn serve_stdio(shared: ServerState) -> Result<(), String> {
     let (input, output) =
         protocol_channel().map_err(|error| format!("cannot set up stdio: {error}"))?;
     let input = EndSignal {

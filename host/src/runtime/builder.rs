@@ -35,7 +35,7 @@ use crate::trusted::{self, TrustedPaths};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
-use super::plugin::{Plugin, PluginDirs};
+use super::plugin::{PluginDirs, PluginEntry};
 use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
@@ -377,7 +377,7 @@ impl RuntimeBuilder {
                 .map(move |loaded| {
                     loaded.unwrap_or_else(|_| {
                         tracing::error!("loading {} panicked", file.path.display());
-                        Plugin::unfinished(file, "loading it panicked (a toolcell bug)")
+                        PluginEntry::unfinished(file, "loading it panicked (a toolcell bug)")
                     })
                 })
         });

@@ -16,7 +16,7 @@ use crate::sandbox::{
 use crate::signature::TrustPolicy;
 use crate::source::{self, Admission, Code, Refusal};
 
-use super::plugin::{Plugin, PluginFile};
+use super::plugin::{PluginEntry, PluginFile};
 use crate::diagnostic::{DiagnosticKind, Severity};
 
 /// What the user's policy says, for every plugin of a runtime.
@@ -89,9 +89,9 @@ impl Loader {
 
     /// Loads `file` into a fresh sandbox and prepares its tools (names and schemas
     /// checked, validators compiled), ready to be registered.
-    pub async fn load_plugin(&self, file: PluginFile) -> Plugin {
+    pub async fn load_plugin(&self, file: PluginFile) -> PluginEntry {
         let report = self.load(&file).await;
-        Plugin::prepare(file, report, self.policy.capabilities.config())
+        PluginEntry::from_report(file, report, self.policy.capabilities.config())
     }
 
     async fn load(&self, file: &PluginFile) -> LoadReport {

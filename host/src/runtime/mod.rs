@@ -54,7 +54,7 @@ pub use plugin::PluginUpdate;
 pub use session::{Scope, Session};
 
 use loader::Loader;
-use plugin::{Plugin, PluginDirs, ToolEntry};
+use plugin::{PluginDirs, PluginEntry, ToolEntry};
 use registry::{Names, Naming};
 
 /// A loaded plugin.
@@ -151,7 +151,7 @@ const SHOWN_NAME_CHARS: usize = 64;
 /// a plugin in: a [`Call`] does not borrow the runtime, and loading happens outside.
 pub struct Runtime {
     /// Every plugin file, in load order.
-    plugins: Vec<Plugin>,
+    plugins: Vec<PluginEntry>,
     /// The plugins that loaded and hold their id, in load order: derived by `rebuild`.
     infos: Vec<PluginInfo>,
     /// The registered tools, in load order: derived from `plugins` by `rebuild`.
@@ -683,7 +683,7 @@ impl Drop for Runtime {
 
 /// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
 /// found for a name stays).
-fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &Plugin, reason: &str) {
+fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &PluginEntry, reason: &str) {
     for name in plugin.tool_names() {
         unavailable
             .entry(name.to_string())

@@ -135,7 +135,7 @@ impl PluginFile {
 
 /// One plugin file as loaded: its sandbox and manifest (none if it did not load), and
 /// its tools, each ready to register or rejected.
-pub(super) struct Plugin {
+pub(super) struct PluginEntry {
     pub file: PluginFile,
     /// What a plugin that loaded is (its manifest and grants); `None` when it was
     /// refused or failed.
@@ -145,7 +145,7 @@ pub(super) struct Plugin {
     /// Its sandbox, when it loaded.
     pub handle: Option<PluginHandle>,
     /// The tools in registration order: ready, or rejected with the reason.
-    pub tools: Vec<Result<PreparedTool, RejectedTool>>,
+    pub tools: Vec<Result<CheckedTool, RejectedTool>>,
     /// For a plugin that did not load: the tools it would have offered, so that calling
     /// one says why it is unavailable (see `offered`).
     pub offered: Vec<String>,
@@ -162,7 +162,7 @@ pub(super) struct RejectedTool {
 
 /// A tool ready to register: what callers see and what the runtime needs to call it.
 #[derive(Clone)]
-pub(super) struct PreparedTool {
+pub(super) struct CheckedTool {
     pub info: ToolInfo,
     pub entry: ToolEntry,
 }
@@ -178,7 +178,7 @@ pub(super) struct ToolEntry {
     pub file: PathBuf,
 }
 
-impl Plugin {
+impl PluginEntry {
     /// The names of the tools this plugin registered (rejected ones included), or would
     /// have offered if it did not load.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
@@ -192,15 +192,19 @@ impl Plugin {
     }
 
     /// A plugin whose load never reported back.
-    pub fn unfinished(file: PluginFile, message: &str) -> Plugin {
+    pub fn unfinished(file: PluginFile, message: &str) -> PluginEntry {
         let refusal = Refusal {
             kind: DiagnosticKind::LoadFailed,
             message: message.to_string(),
         };
-        Plugin::refused(file, Vec::new(), refusal)
+        PluginEntry::refused(file, Vec::new(), refusal)
     }
 
-    fn refused(file: PluginFile, mut diagnostics: Vec<Diagnostic>, refusal: Refusal) -> Plugin {
+    fn refused(
+        file: PluginFile,
+        mut diagnostics: Vec<Diagnostic>,
+        refusal: Refusal,
+    ) -> PluginEntry {
         let verb = match refusal.kind {
             DiagnosticKind::LoadFailed => "failed to load",
             _ => "was refused",
@@ -215,7 +219,7 @@ impl Plugin {
             ),
         ));
         let offered = offered::in_file(&file.path);
-        Plugin {
+        PluginEntry {
             file,
             info: None,
             diagnostics,
@@ -229,7 +233,7 @@ impl Plugin {
     /// description and schema (a component other than the Lua guest hands over
     /// whatever it likes, so every spec is checked here, whatever produced it);
     /// compiles the validators, under the plugin's schema budget.
-    pub fn prepare(file: PluginFile, report: LoadReport, config: &Config) -> Plugin {
+    pub fn from_report(file: PluginFile, report: LoadReport, config: &Config) -> PluginEntry {
         let display = file.display_name();
         let mut diagnostics: Vec<Diagnostic> = report
             .warnings
@@ -248,7 +252,7 @@ impl Plugin {
             grants,
         } = match report.outcome {
             Ok(loaded) => loaded,
-            Err(refusal) => return Plugin::refused(file, diagnostics, refusal),
+            Err(refusal) => return PluginEntry::refused(file, diagnostics, refusal),
         };
         if specs.len() > MAX_TOOLS_PER_PLUGIN {
             let refusal = Refusal {
@@ -258,7 +262,7 @@ impl Plugin {
                     specs.len()
                 ),
             };
-            return Plugin::refused(file, diagnostics, refusal);
+            return PluginEntry::refused(file, diagnostics, refusal);
         }
         let mut checks = ToolChecks {
             file: &file,
@@ -275,7 +279,7 @@ impl Plugin {
             .map(|spec| checks.check(spec, &handle))
             .collect();
         diagnostics.append(&mut checks.warnings);
-        Plugin {
+        PluginEntry {
             info: Some(PluginInfo {
                 file: file.path.clone(),
                 manifest,
@@ -311,7 +315,7 @@ impl ToolChecks<'_> {
         &mut self,
         mut spec: ToolSpec,
         handle: &PluginHandle,
-    ) -> Result<PreparedTool, RejectedTool> {
+    ) -> Result<CheckedTool, RejectedTool> {
         let display = self.display;
         let name = spec.name.clone();
         let rejected = |kind: DiagnosticKind, message: String| RejectedTool {
@@ -373,7 +377,7 @@ impl ToolChecks<'_> {
             ));
         }
         let output = self.config.output_for(self.plugin, &spec.name);
-        Ok(PreparedTool {
+        Ok(CheckedTool {
             info: ToolInfo {
                 path: names::tool_path(handle.name(), &spec.name),
                 name: spec.name,
@@ -434,7 +438,7 @@ impl ToolChecks<'_> {
 pub struct PluginUpdate {
     pub(super) file: PluginFile,
     /// The plugin as loaded now; none when the file is gone.
-    pub(super) plugin: Option<Plugin>,
+    pub(super) plugin: Option<PluginEntry>,
 }
 
 impl PluginUpdate {

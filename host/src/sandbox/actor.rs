@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 
 use super::PluginContext;
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
-use super::ops::{CallId, OpEvent};
+use super::operations::{CallId, OpEvent};
 use super::supervisor::{CallRequest, Ended, Supervisor};
 use crate::bindings::ToolSpec;
 use crate::outcome::CallOutcome;
@@ -43,11 +43,11 @@ enum Command {
 #[derive(Clone)]
 pub struct PluginHandle {
     name: Arc<str>,
-    shared: Arc<Shared>,
+    shared: Arc<HandleState>,
 }
 
 /// What every handle of one plugin shares.
-struct Shared {
+struct HandleState {
     supervisor: Arc<tokio::sync::Mutex<Supervisor>>,
     /// The plugin's context, for its interrupts.
     context: Arc<PluginContext>,
@@ -59,9 +59,9 @@ struct Shared {
     /// (a large part of a plugin load), and the actor's two channels take memory
     /// (docs/performance.md): a plugin that is never called needs neither.
     commands: Mutex<Option<UnboundedSender<Command>>>,
-    /// The runtime the plugin was loaded on: its actor runs there, and so do steps
+    /// The tokio runtime the plugin was loaded on: its actor runs there, and so do steps
     /// started on threads outside it.
-    runtime: tokio::runtime::Handle,
+    tokio_rt: tokio::runtime::Handle,
 }
 
 impl PluginHandle {
@@ -151,7 +151,7 @@ impl PluginHandle {
             }
         });
         // Host services spawn tokio tasks, and the caller may be outside the runtime.
-        let _runtime = shared.runtime.enter();
+        let _entered = shared.tokio_rt.enter();
         // Polled without a waker: a step still pending is spawned, and the task's own
         // first poll registers the wake-ups it waits for.
         if step
@@ -159,13 +159,13 @@ impl PluginHandle {
             .poll(&mut Context::from_waker(Waker::noop()))
             .is_pending()
         {
-            shared.runtime.spawn(step);
+            shared.tokio_rt.spawn(step);
         }
         Ok(())
     }
 }
 
-impl Shared {
+impl HandleState {
     /// Sends `command` to the actor. The first `Start` starts the actor (before it, no
     /// call is in flight, so there is nothing to cancel or watch). Gives the command
     /// back if the actor is not running.
@@ -199,7 +199,7 @@ impl Shared {
             supervisor: self.supervisor.clone(),
             queued_starts: self.queued_starts.clone(),
         };
-        self.runtime
+        self.tokio_rt
             .spawn(actor.run(commands_rx, Arc::new(events_tx), events));
         commands_tx
     }
@@ -224,19 +224,19 @@ pub async fn spawn_plugin(
     let supervisor = Supervisor::new(context.clone(), pre, instance);
     let handle = PluginHandle {
         name,
-        shared: Arc::new(Shared {
+        shared: Arc::new(HandleState {
             supervisor: Arc::new(tokio::sync::Mutex::new(supervisor)),
             context,
             queued_starts: Arc::new(AtomicUsize::new(0)),
             commands: Mutex::new(None),
-            runtime: tokio::runtime::Handle::current(),
+            tokio_rt: tokio::runtime::Handle::current(),
         }),
     };
     Ok((handle, specs))
 }
 
 /// The task that runs a plugin's queued calls, delivers its operations' outcomes and
-/// expires its calls in flight. It holds the supervisor, not the handles' `Shared`:
+/// expires its calls in flight. It holds the supervisor, not the handles' `HandleState`:
 /// that holds the actor's command sender, and the actor stops when the last handle
 /// goes and the channel closes.
 struct Actor {

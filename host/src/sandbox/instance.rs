@@ -11,7 +11,7 @@ use wasmtime::component::{ComponentExportIndex, InstancePre, TypedFunc};
 use wasmtime::{Store, Trap};
 
 use super::PluginContext;
-use super::ops::Operations;
+use super::operations::Operations;
 use super::state::StoreState;
 use crate::bindings::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1};
 use crate::clock;
@@ -348,8 +348,8 @@ impl Instance {
     }
 
     /// The instance's operations.
-    pub fn ops(&mut self) -> &mut Operations {
-        &mut self.store.data_mut().ops
+    pub fn operations(&mut self) -> &mut Operations {
+        &mut self.store.data_mut().operations
     }
 
     /// Starts call `call` of `tool`, whose progress goes to `progress`; `fuel` is the
@@ -363,9 +363,9 @@ impl Instance {
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
-        self.ops().begin_call(call);
+        self.operations().begin_call(call);
         self.store.data_mut().progress.insert(call, progress);
-        let hard_deadline = self.prepare(call, *fuel, deadline);
+        let hard_deadline = self.arm_backstops(call, *fuel, deadline);
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = self
             .guest
@@ -383,7 +383,7 @@ impl Instance {
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
-        let hard_deadline = self.prepare(call, *fuel, deadline);
+        let hard_deadline = self.arm_backstops(call, *fuel, deadline);
         let step = self.guest.resume(&mut self.store, call, op, outcome);
         let result = until(hard_deadline, step).await;
         self.finish(result, fuel).map(|state| self.step(state))
@@ -394,7 +394,7 @@ impl Instance {
         // Cancelling runs no plugin code beyond the runtime's own bookkeeping; it gets a
         // fresh budget and the grace period as its deadline.
         let mut fuel = self.store.data().plugin.grants.limits.fuel;
-        let hard_deadline = self.prepare(call, fuel, Instant::now());
+        let hard_deadline = self.arm_backstops(call, fuel, Instant::now());
         let step = self.guest.cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
         self.end_call(call);
@@ -425,7 +425,7 @@ impl Instance {
 
     /// Ends a call the plugin reported as ended: aborts what it left pending.
     pub fn end_call(&mut self, call: u64) {
-        self.ops().end_call(call);
+        self.operations().end_call(call);
         self.store.data_mut().progress.remove(&call);
     }
 
@@ -437,7 +437,7 @@ impl Instance {
 
     /// Arms the backstops for a step of `call` that should end by `deadline`; returns
     /// the hard deadline (the deadline plus the grace period).
-    fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
+    fn arm_backstops(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
         let hard_deadline = deadline + self.store.data().plugin.grants.limits.deadline_grace;
         refuel(&mut self.store, fuel);
         let state = self.store.data_mut();

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::ops::CallId;
+use super::operations::CallId;
 
 /// The calls of one plugin cancelled and not yet handled by its actor, with why.
 #[derive(Default)]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
-use super::ops::CallId;
+use super::operations::CallId;
 use crate::debug_log::DebugLog;
 use crate::limits::{LogBudget, format_bytes};
 use crate::log_listener::LogListener;

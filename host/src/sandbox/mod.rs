@@ -19,7 +19,7 @@ mod instance;
 mod interrupts;
 mod limiter;
 mod log;
-mod ops;
+mod operations;
 mod state;
 mod supervisor;
 mod turns;
@@ -61,7 +61,7 @@ pub enum CodeError {
     NotAComponent(String),
     /// The Lua guest built into toolcell does not compile (a broken build).
     #[error("the embedded Lua runtime does not compile: {0}")]
-    LuaRuntime(String),
+    LuaGuest(String),
     /// The compilation's task ended before it did ("compiling", "compiling the Lua
     /// runtime").
     #[error("{what} was interrupted: {reason}")]

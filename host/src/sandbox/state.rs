@@ -10,7 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginContext;
 use super::limiter::MemoryCap;
-use super::ops::Operations;
+use super::operations::Operations;
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
 use crate::http::{self, Method};
@@ -29,7 +29,7 @@ pub struct StoreState {
     /// The plugin this store runs.
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
-    pub(super) ops: Operations,
+    pub(super) operations: Operations,
     /// The call whose step runs now (none while the plugin loads).
     pub(super) running: Option<u64>,
     /// What the guest said was running when it stopped the step (`timeout-note`).
@@ -53,13 +53,13 @@ impl StoreState {
             plugin.grants.limits.linear_memory,
             plugin.peak_memory.clone(),
         );
-        let ops = Operations::new(plugin.grants.limits.max_pending_ops);
+        let operations = Operations::new(plugin.grants.limits.max_pending_ops);
         StoreState {
             wasi,
             table: ResourceTable::new(),
             cap,
             plugin,
-            ops,
+            operations,
             running: None,
             timeout_note: None,
             progress: HashMap::new(),
@@ -157,7 +157,7 @@ impl toolcell::plugin::host::Host for StoreState {
             .method
             .parse()
             .map_err(|error: http::HttpError| error.to_string())?;
-        self.ops
+        self.operations
             .admit(call, true)
             .map_err(|refused| refused.to_string())?;
         let client = self.plugin.http()?;
@@ -167,7 +167,7 @@ impl toolcell::plugin::host::Host for StoreState {
             headers: request.headers,
             body: request.body,
         };
-        Ok(self.ops.spawn(call, true, async move {
+        Ok(self.operations.spawn(call, true, async move {
             match client.fetch(request).await {
                 Ok(response) => OpOutcome::HttpResponse(HttpResponse {
                     status: response.status,
@@ -180,10 +180,10 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        self.ops
+        self.operations
             .admit(call, false)
             .map_err(|refused| refused.to_string())?;
-        Ok(self.ops.spawn(call, false, async move {
+        Ok(self.operations.spawn(call, false, async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             OpOutcome::TimerFired
         }))
@@ -204,7 +204,7 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn cancel_op(&mut self, op: u64) {
-        self.ops.abort(op);
+        self.operations.abort(op);
     }
 }
 

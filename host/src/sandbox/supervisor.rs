@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::PluginContext;
 use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
-use super::ops::{CallId, OpEvent};
+use super::operations::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
 use crate::progress::ProgressSender;
@@ -109,7 +109,7 @@ impl Supervisor {
     /// it) to `events`.
     pub fn connect(&mut self, events: Arc<UnboundedSender<OpEvent>>) {
         if let Some(instance) = self.instance.as_mut() {
-            instance.ops().connect(events.clone());
+            instance.operations().connect(events.clone());
         }
         self.events = Some(events);
     }
@@ -197,7 +197,7 @@ impl Supervisor {
         match Instance::create(&self.context, &self.pre).await {
             Ok((mut instance, _)) => {
                 if let Some(events) = &self.events {
-                    instance.ops().connect(events.clone());
+                    instance.operations().connect(events.clone());
                 }
                 self.instance = Some(instance);
                 Ok(())
@@ -261,7 +261,7 @@ impl Supervisor {
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
-        if !instance.ops().complete(event.op, event.call) {
+        if !instance.operations().complete(event.op, event.call) {
             return;
         }
         let Some(mut host_call) = self.calls.remove(&event.call) else {
@@ -351,7 +351,7 @@ impl Supervisor {
         let reason = &crash.reason;
         tracing::warn!("plugin '{name}' crashed: {reason}");
         if let Some(mut instance) = self.instance.take() {
-            instance.ops().abort_all();
+            instance.operations().abort_all();
         }
         let waiting: Vec<HostCall> = self.calls.drain().map(|(_, call)| call).collect();
         self.note_crash(reason);
