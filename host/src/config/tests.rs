@@ -24,7 +24,10 @@ fn an_empty_file_changes_nothing() {
     let config = parse("");
     assert_eq!(config.limits.apply(Limits::default()), Limits::default());
     assert_eq!(config.http.settings(), HttpSettings::default());
-    assert_eq!(config.http.policy(&[]).expect("policy"), HttpPolicy::default());
+    assert_eq!(
+        config.http.policy(&[]).expect("policy"),
+        HttpPolicy::default()
+    );
     assert_eq!(config.files.access, None);
     assert_eq!(config.files_root(), None);
     assert_eq!(config.output_for("p", "t"), OutputLimits::default());
@@ -80,7 +83,9 @@ fn every_limits_key_sets_its_own_limit() {
 fn a_limits_section_leaves_what_it_does_not_set() {
     let mut base = Limits::default().with_memory(5 * MIB);
     base.fuel = 7;
-    let limits = parse("[limits]\ncall_timeout_ms = 10").limits.apply(base.clone());
+    let limits = parse("[limits]\ncall_timeout_ms = 10")
+        .limits
+        .apply(base.clone());
     assert_eq!(limits.memory, 5 * MIB);
     assert_eq!(limits.fuel, 7);
     assert_eq!(limits.call_timeout, Duration::from_millis(10));
@@ -110,12 +115,21 @@ fn every_http_key_sets_its_own_bound_and_grants_add_up() {
         }
     );
     let extra: HostGrant = "api.test".parse().expect("grant");
-    let policy = config.http.policy(std::slice::from_ref(&extra)).expect("policy");
+    let policy = config
+        .http
+        .policy(std::slice::from_ref(&extra))
+        .expect("policy");
     let grants: Vec<String> = policy.grants().iter().map(ToString::to_string).collect();
     assert_eq!(grants, ["api.test", "127.0.0.1", "*.example.com:8443"]);
     assert!(!policy.allow_public());
     // Public hosts are allowed unless the file says otherwise.
-    assert!(parse("[http]").http.policy(&[]).expect("policy").allow_public());
+    assert!(
+        parse("[http]")
+            .http
+            .policy(&[])
+            .expect("policy")
+            .allow_public()
+    );
 }
 
 #[test]

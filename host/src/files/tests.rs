@@ -29,7 +29,11 @@ impl Fixture {
     }
 
     fn outside(&self) -> PathBuf {
-        self.base.path().join("outside").canonicalize().expect("outside")
+        self.base
+            .path()
+            .join("outside")
+            .canonicalize()
+            .expect("outside")
     }
 
     fn open(&self) -> FileRoot {
@@ -192,8 +196,14 @@ fn trusted_paths_inside_the_root_are_refused_by_every_name() {
         ("the plugin directory", "plugins"),
         ("the config file", "toolcell.toml"),
     ]);
-    let plugins = format!("the plugin directory {}", root_dir.join("plugins").display());
-    let config = format!("the config file {}", root_dir.join("toolcell.toml").display());
+    let plugins = format!(
+        "the plugin directory {}",
+        root_dir.join("plugins").display()
+    );
+    let config = format!(
+        "the config file {}",
+        root_dir.join("toolcell.toml").display()
+    );
     let protected = |action, path: &str, relation, trusted: &str| FileError::Protected {
         action,
         path: path.to_string(),
@@ -246,7 +256,8 @@ fn trusted_paths_inside_the_root_are_refused_by_every_name() {
     assert_eq!(fixture.read_root("toolcell.toml"), "");
     assert!(!root_dir.join("plugins/new.lua").exists());
     // What is not trusted stays usable, including a name that merely begins alike.
-    root.write("plugins2", b"fine").expect("write beside the plugin directory");
+    root.write("plugins2", b"fine")
+        .expect("write beside the plugin directory");
     assert_eq!(root.read("plugins2", MAX).expect("read"), b"fine");
     assert_eq!(root.read("file.txt", MAX).expect("read"), b"inside");
 }
@@ -450,7 +461,10 @@ fn file_access_parses_its_three_words_and_orders_them_by_what_they_allow() {
 #[test]
 fn a_runtime_without_a_root_refuses_with_its_reason() {
     let refused = Files::Refused("no file root: --root is not set".into());
-    assert_eq!(refused.root().err(), Some("no file root: --root is not set"));
+    assert_eq!(
+        refused.root().err(),
+        Some("no file root: --root is not set")
+    );
     let fixture = Fixture::new();
     let files = Files::Root(Arc::new(fixture.open()));
     assert_eq!(
