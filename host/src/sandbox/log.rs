@@ -125,7 +125,11 @@ impl PluginLog {
             return;
         }
         if let Some(listener) = &self.listener {
-            let kept = if written_all { message } else { &message[..taken] };
+            let kept = if written_all {
+                message
+            } else {
+                &message[..taken]
+            };
             listener.log(&self.plugin, call, kept.strip_suffix('\n').unwrap_or(kept));
         }
         if let Some(sink) = &self.sink {
