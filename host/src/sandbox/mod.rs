@@ -165,3 +165,6 @@ impl PluginContext {
             .clone()
     }
 }
+
+#[cfg(test)]
+mod tests;
