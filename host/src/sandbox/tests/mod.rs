@@ -78,8 +78,7 @@ impl Plugin {
         assert_eq!(
             names,
             [
-                "note", "journal", "count", "sleep", "wait", "busy", "loop", "trap", "grow",
-                "oom"
+                "note", "journal", "count", "sleep", "wait", "busy", "loop", "trap", "grow", "oom"
             ]
         );
         Plugin {
