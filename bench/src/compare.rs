@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 use toolcell::limits::{Limits, MIB};
-use toolcell::{CallOutcome, Runtime};
+use toolcell::{CallOutcome, Engine, Runtime};
 
 use crate::measure::{median_of, show};
 use crate::native::NativePlugin;
@@ -66,13 +66,13 @@ pub fn plugin_dir(plugins: &[(String, String)]) -> TempDir {
     dir
 }
 
-/// The plugins of `dir`, loaded as the CLI would (compiled code cached) without a
-/// debug log; every plugin must load cleanly.
-pub async fn load(dir: &Path, limits: Limits) -> Runtime {
+/// The plugins of `dir`, loaded on `engine` as the CLI would, without a debug log;
+/// every plugin must load cleanly.
+pub async fn load(engine: &Engine, dir: &Path, limits: Limits) -> Runtime {
     let runtime = Runtime::builder()
+        .engine(engine.clone())
         .plugin_dir(dir)
         .limits(limits)
-        .debug_log(None)
         .build()
         .await
         .expect("runtime");
@@ -93,18 +93,19 @@ async fn output(runtime: &Runtime, tool: &str) -> String {
 
 /// Runs the whole comparison and prints the table.
 pub async fn run(options: &Options) {
+    let engine = options.engine.engine();
     println!(
         "toolcell bench: {} cores, {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        toolcell::engine::describe()
+        engine.describe()
     );
     if options.wants("compute") {
         println!();
-        compute(options).await;
+        compute(&engine, options).await;
     }
     if options.wants("calls") {
         println!();
-        calls(options).await;
+        calls(&engine, options).await;
     }
     if options.wants("loads") {
         println!();
@@ -112,10 +113,11 @@ pub async fn run(options: &Options) {
     }
 }
 
-async fn compute(options: &Options) {
+async fn compute(engine: &Engine, options: &Options) {
     let script = compute_plugin();
     let dir = plugin_dir(&[("compute.lua".into(), script.clone())]);
     let runtime = load(
+        engine,
         dir.path(),
         Limits::default().with_memory(COMPUTE_MEMORY as u64),
     )
@@ -167,9 +169,9 @@ async fn compute(options: &Options) {
     );
 }
 
-async fn calls(options: &Options) {
+async fn calls(engine: &Engine, options: &Options) {
     let dir = plugin_dir(&[("trivial.lua".into(), TRIVIAL_PLUGIN.into())]);
-    let runtime = Arc::new(load(dir.path(), Limits::default()).await);
+    let runtime = Arc::new(load(engine, dir.path(), Limits::default()).await);
     let native = NativePlugin::load(TRIVIAL_PLUGIN, 8 * MIB as usize).expect("native plugin");
     let n = options.calls;
     let native_per_call = per_call(n, || {

@@ -57,17 +57,10 @@ enum Command {
 /// Engine settings to vary, to measure what each costs or buys.
 #[derive(clap::Args, Clone, Copy, Default)]
 pub struct EngineFlags {
-    /// Turn fuel metering off; epoch interruption then enforces the hard deadline.
+    /// Turn fuel metering off, and with it the CPU cap per call and the hard deadline:
+    /// the cost of wasm alone.
     #[arg(long)]
     no_fuel: bool,
-    /// Enforce the hard deadline with epoch interruption even with fuel on (the
-    /// setting toolcell had before fuel yields took its place).
-    #[arg(long, conflicts_with = "no_epoch")]
-    epoch: bool,
-    /// With --no-fuel: no epoch interruption either, so no hard deadline (the cost of
-    /// wasm alone).
-    #[arg(long, requires = "no_fuel")]
-    no_epoch: bool,
     /// Allocate instances on demand instead of from the pooling allocator.
     #[arg(long)]
     no_pooling: bool,
@@ -81,24 +74,28 @@ pub struct EngineFlags {
 }
 
 impl EngineFlags {
-    /// Configures the engine (before anything uses it).
-    fn apply(self) {
-        let options = toolcell::engine::Options {
+    /// The engine options these flags ask for, without a compiled-code cache.
+    pub fn options(self) -> toolcell::engine::Options {
+        toolcell::engine::Options {
             fuel: !self.no_fuel,
-            epoch: self.epoch || (self.no_fuel && !self.no_epoch),
             pooling: !self.no_pooling,
             perf_map: self.perf_map,
             snapshot: !self.no_snapshot,
-        };
-        toolcell::engine::configure(options).expect("the engine is configured first");
+            ..toolcell::engine::Options::default()
+        }
+    }
+
+    /// The engine these flags ask for, with the compiled-code cache the `toolcell`
+    /// command uses: every runtime of one measurement runs on it, as every runtime of
+    /// an embedding agent would.
+    pub fn engine(self) -> toolcell::Engine {
+        toolcell::cli::environment::engine(self.options()).expect("the engine")
     }
 
     /// The same flags, for a child process.
     pub fn args(self) -> Vec<&'static str> {
         [
             (self.no_fuel, "--no-fuel"),
-            (self.epoch, "--epoch"),
-            (self.no_epoch, "--no-epoch"),
             (self.no_pooling, "--no-pooling"),
             (self.no_snapshot, "--no-snapshot"),
             (self.perf_map, "--perf-map"),
@@ -119,7 +116,6 @@ fn main() -> anyhow::Result<()> {
             only,
             engine,
         } => {
-            engine.apply();
             let options = compare::Options {
                 runs,
                 calls,
@@ -128,10 +124,7 @@ fn main() -> anyhow::Result<()> {
             };
             block_on(compare::run(&options))
         }
-        Command::Probe { kind, engine } => {
-            engine.apply();
-            block_on(probe::run(&kind))
-        }
+        Command::Probe { kind, engine } => block_on(probe::run(&kind, engine)),
     }
 }
 

@@ -4,25 +4,28 @@
 
 use std::time::{Duration, Instant};
 
-use toolcell::cache::CodeCache;
 use toolcell::limits::{Limits, MIB};
-use toolcell::{CallOutcome, Runtime};
+use toolcell::{CallOutcome, Engine, Runtime};
 
+use crate::EngineFlags;
 use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, load, plugin_dir};
 use crate::measure::{median, pss_kib, rss_kib};
 use crate::native::NativePlugin;
 
-/// Runs probe `kind` and prints its result.
-pub async fn run(kind: &str) {
+/// Runs probe `kind` on an engine made as `flags` say, and prints its result.
+pub async fn run(kind: &str, flags: EngineFlags) {
+    if kind == "cold-load" {
+        return report(cold_load(flags).await);
+    }
+    let engine = &flags.engine();
     let nanos = match kind {
-        "cold-load" => cold_load().await,
-        "warm-load" => warm_load().await,
+        "warm-load" => warm_load(engine).await,
         "native-load-1000" => native_load_many(1000),
-        "timers-10k" => timers(100, 100).await,
+        "timers-10k" => timers(engine, 100, 100).await,
         other => match other.strip_prefix("calls-") {
-            Some(count) => calls(count.parse().expect("calls-N")).await,
+            Some(count) => calls(engine, count.parse().expect("calls-N")).await,
             None if other.starts_with("load-") => {
-                load_many(other[5..].parse().expect("load-N")).await
+                load_many(engine, other[5..].parse().expect("load-N")).await
             }
             None => match other.strip_prefix("native-calls-") {
                 Some(count) => native_calls(count.parse().expect("native-calls-N")),
@@ -31,7 +34,7 @@ pub async fn run(kind: &str) {
                         let runs = runs.parse().expect("wN:RUNS");
                         match workload.strip_prefix("native-") {
                             Some(workload) => native_compute(workload, runs),
-                            None => compute(workload, runs).await,
+                            None => compute(engine, workload, runs).await,
                         }
                     }
                     None => panic!("unknown probe {other}"),
@@ -39,6 +42,11 @@ pub async fn run(kind: &str) {
             },
         },
     };
+    report(nanos);
+}
+
+/// Prints the measured time with the process's memory.
+fn report(nanos: Duration) {
     let (rss_kib, peak_kib) = rss_kib();
     println!(
         "{}",
@@ -63,14 +71,14 @@ fn trivial_dir(count: usize) -> tempfile::TempDir {
     plugin_dir(&plugins)
 }
 
-/// One plugin, nothing cached: compiling the Lua runtime dominates.
-async fn cold_load() -> Duration {
+/// One plugin on a new engine, nothing cached: compiling the Lua runtime dominates.
+async fn cold_load(flags: EngineFlags) -> Duration {
     let dir = trivial_dir(1);
     let start = Instant::now();
+    let engine = Engine::new(flags.options()).expect("the engine");
     let runtime = Runtime::builder()
+        .engine(engine)
         .plugin_dir(dir.path())
-        .cache(CodeCache::new(None))
-        .debug_log(None)
         .build()
         .await
         .expect("runtime");
@@ -80,13 +88,13 @@ async fn cold_load() -> Duration {
 }
 
 /// One plugin with the compiled code at hand: instantiation plus load-time Lua.
-async fn warm_load() -> Duration {
+async fn warm_load(engine: &Engine) -> Duration {
     let dir = trivial_dir(1);
-    load(dir.path(), Limits::default()).await;
+    load(engine, dir.path(), Limits::default()).await;
     let mut samples = Vec::new();
     for _ in 0..200 {
         let start = Instant::now();
-        let runtime = load(dir.path(), Limits::default()).await;
+        let runtime = load(engine, dir.path(), Limits::default()).await;
         samples.push(start.elapsed());
         assert_eq!(runtime.tools().len(), 1);
         // The plugin was never called, so its actor never started: dropping the
@@ -98,13 +106,13 @@ async fn warm_load() -> Duration {
 }
 
 /// `count` plugins in one runtime, compiled code cached on disk.
-async fn load_many(count: usize) -> Duration {
+async fn load_many(engine: &Engine, count: usize) -> Duration {
     let dir = trivial_dir(count);
     // Compile (or read from the disk cache) outside the measurement.
     let warm = trivial_dir(1);
-    load(warm.path(), Limits::default()).await;
+    load(engine, warm.path(), Limits::default()).await;
     let start = Instant::now();
-    let runtime = load(dir.path(), Limits::default()).await;
+    let runtime = load(engine, dir.path(), Limits::default()).await;
     let elapsed = start.elapsed();
     assert_eq!(runtime.tools().len(), count);
     std::mem::forget(runtime);
@@ -122,7 +130,7 @@ fn native_load_many(count: usize) -> Duration {
 }
 
 /// `plugins` x `calls` concurrent calls that each sleep 100 ms.
-async fn timers(plugins: usize, calls: usize) -> Duration {
+async fn timers(engine: &Engine, plugins: usize, calls: usize) -> Duration {
     let sources: Vec<(String, String)> = (0..plugins)
         .map(|i| {
             (
@@ -132,7 +140,7 @@ async fn timers(plugins: usize, calls: usize) -> Duration {
         })
         .collect();
     let dir = plugin_dir(&sources);
-    let runtime = load(dir.path(), Limits::default()).await;
+    let runtime = load(engine, dir.path(), Limits::default()).await;
     let start = Instant::now();
     let pending: Vec<_> = (0..plugins * calls)
         .map(|n| {
@@ -150,9 +158,9 @@ async fn timers(plugins: usize, calls: usize) -> Duration {
 /// `count` trivial calls, one after the other (for instruction counts under callgrind:
 /// the difference between two counts, divided by the difference in calls, is the cost
 /// of one call whatever else the machine does).
-async fn calls(count: usize) -> Duration {
+async fn calls(engine: &Engine, count: usize) -> Duration {
     let dir = trivial_dir(1);
-    let runtime = load(dir.path(), Limits::default()).await;
+    let runtime = load(engine, dir.path(), Limits::default()).await;
     let start = Instant::now();
     for _ in 0..count {
         assert_eq!(
@@ -175,14 +183,14 @@ fn native_calls(count: usize) -> Duration {
 /// Compute workload `tool` (`w1`, `w2`, ...) run `runs` times on toolcell; like
 /// `calls`, for instruction counts under callgrind (two run counts, subtracted, give
 /// one run whatever the machine does).
-async fn compute(tool: &str, runs: usize) -> Duration {
+async fn compute(engine: &Engine, tool: &str, runs: usize) -> Duration {
     let dir = plugin_dir(&[("compute.lua".into(), crate::compare::compute_plugin())]);
     let limits = Limits {
         // The setup builds 1 MB documents at load; under callgrind that takes long.
         load_timeout: Duration::from_secs(600),
         ..Limits::default().with_memory(COMPUTE_MEMORY as u64)
     };
-    let runtime = load(dir.path(), limits).await;
+    let runtime = load(engine, dir.path(), limits).await;
     let start = Instant::now();
     for _ in 0..runs {
         let outcome = runtime.call(tool, "{}").expect("call").await;

@@ -169,11 +169,11 @@ pub async fn run(options: Options) -> anyhow::Result<()> {
     let started = Instant::now();
     let runtime = Arc::new(
         Runtime::builder()
+            .engine(toolcell::cli::environment::engine(Default::default())?)
             .plugin_dir(plugins.path())
             .root(root.path())
             .config(config)
             .limits(limits)
-            .debug_log(None)
             .build()
             .await
             .context("loading the plugins")?,

@@ -276,11 +276,11 @@ fn interface_of(name: &str) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A component exporting nothing, with two custom sections.
-    fn component(sections: &[(&str, &[u8])]) -> Vec<u8> {
+    /// A component exporting nothing, with these custom sections.
+    pub(crate) fn component(sections: &[(&str, &[u8])]) -> Vec<u8> {
         let mut component = wasm_encoder::Component::new();
         for (name, data) in sections {
             component.section(&wasm_encoder::CustomSection {

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 pub enum Readers {
     /// Everyone (0644): plugins, lock files.
     Everyone,
-    /// Only the owner (0600): secret keys.
+    /// Only the owner (0600): secret keys (`toolcell keygen`, with the `cli` feature).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     Owner,
 }
 

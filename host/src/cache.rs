@@ -18,10 +18,10 @@
 //! half a file.
 //!
 //! wasmtime has a built-in cache (`Config::cache`); this one exists because it loads an
-//! entry with `Component::deserialize_file` (mapped, ~0.2 ms) instead of decompressing
-//! it, which is most of a warm start. The MAC is checked over the mapped file (one pass
-//! of BLAKE3, about 0.5 ms for the 3 MB Lua runtime), and the same open file is then
-//! handed to wasmtime, so the bytes checked are the bytes mapped.
+//! entry with `Component::deserialize_file` (mapped) instead of decompressing it, which
+//! would be most of a warm start. The MAC is checked over the mapped file (one pass of
+//! BLAKE3; docs/security.md gives its cost), and the same open file is then handed to
+//! wasmtime, so the bytes checked are the bytes mapped.
 
 use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -30,7 +30,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use sha2::{Digest, Sha256};
-use wasmtime::Engine;
 use wasmtime::component::Component;
 
 /// The log target of the notice a compilation gives.
@@ -95,20 +94,6 @@ impl CodeCache {
         }
     }
 
-    /// The default location: `$TOOLCELL_CACHE_DIR`, else `$XDG_CACHE_HOME/toolcell`,
-    /// else `~/.cache/toolcell`; `TOOLCELL_CACHE_DIR=off` disables caching.
-    pub fn from_env() -> Self {
-        let dir = match std::env::var_os("TOOLCELL_CACHE_DIR") {
-            Some(dir) if dir == "off" => None,
-            Some(dir) => Some(PathBuf::from(dir)),
-            None => std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
-                .map(|base| base.join("toolcell")),
-        };
-        CodeCache::new(dir)
-    }
-
     /// The cache directory, if caching is on (whether or not it is usable).
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
@@ -119,7 +104,7 @@ impl CodeCache {
     /// notice a compilation gives ("plugin x.wasm").
     pub fn component(
         &self,
-        engine: &Engine,
+        engine: &wasmtime::Engine,
         wasm: &[u8],
         digest: Option<&str>,
         what: &str,
@@ -151,7 +136,7 @@ impl CodeCache {
     /// a digest does), or the one `compile` makes, which is then cached.
     pub fn get_or_compile(
         &self,
-        engine: &Engine,
+        engine: &wasmtime::Engine,
         key: impl FnOnce() -> String,
         compile: impl FnOnce() -> wasmtime::Result<Component>,
     ) -> wasmtime::Result<Component> {
@@ -222,7 +207,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn engine_key(engine: &Engine) -> u64 {
+fn engine_key(engine: &wasmtime::Engine) -> u64 {
     let mut hasher = DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut hasher);
     hasher.finish()
@@ -239,7 +224,7 @@ fn mac(key: &MacKey, name: &str, body: &[u8]) -> blake3::Hash {
 }
 
 /// Looks the entry up, checks its MAC over the mapped file, and loads that same file.
-fn lookup(engine: &Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
+fn lookup(engine: &wasmtime::Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
     let file = match open_no_follow(entry) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
@@ -285,7 +270,7 @@ fn lookup(engine: &Engine, entry: &Path, name: &str, key: &MacKey) -> Lookup {
 /// Loads the checked entry: the open file itself, mapped by wasmtime (the trailer after
 /// the compiled object is ignored by its ELF reader). Where the open file cannot be
 /// named (no `/proc`), the checked bytes are copied instead.
-fn deserialize(engine: &Engine, file: &File, body: &[u8]) -> wasmtime::Result<Component> {
+fn deserialize(engine: &wasmtime::Engine, file: &File, body: &[u8]) -> wasmtime::Result<Component> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -464,7 +449,7 @@ mod tests {
 
     /// A component whose one export is the function `name`, so tests can tell which
     /// code a cache returned.
-    fn exporting(engine: &Engine, name: &str) -> wasmtime::Result<Component> {
+    fn exporting(engine: &wasmtime::Engine, name: &str) -> wasmtime::Result<Component> {
         Component::new(
             engine,
             format!(
@@ -476,7 +461,7 @@ mod tests {
         )
     }
 
-    fn exports(engine: &Engine, component: &Component) -> Vec<String> {
+    fn exports(engine: &wasmtime::Engine, component: &Component) -> Vec<String> {
         component
             .component_type()
             .exports(engine)
@@ -485,14 +470,14 @@ mod tests {
     }
 
     /// The entry file of `key` in `dir`.
-    fn entry(engine: &Engine, dir: &Path, key: &str) -> PathBuf {
+    fn entry(engine: &wasmtime::Engine, dir: &Path, key: &str) -> PathBuf {
         dir.join(format!("{key}-{:016x}.cwasm", engine_key(engine)))
     }
 
     /// Looks `key` up in a fresh handle on `dir` (its key read from disk, as a new
     /// process would), compiling `exporting(name)` on a miss; returns the exports of
     /// what came back and whether it was compiled.
-    fn fetch(engine: &Engine, dir: &Path, key: &str, name: &str) -> (Vec<String>, bool) {
+    fn fetch(engine: &wasmtime::Engine, dir: &Path, key: &str, name: &str) -> (Vec<String>, bool) {
         let compiled = Cell::new(false);
         let cache = CodeCache::new(Some(dir.to_path_buf()));
         let component = cache
@@ -510,7 +495,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_stored_with_its_mac_and_loaded_by_a_later_run() {
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let dir = tempfile::TempDir::new().expect("temp dir");
         assert_eq!(
             fetch(&engine, dir.path(), "k", "x"),
@@ -536,7 +521,7 @@ mod tests {
 
     #[test]
     fn an_entry_made_with_another_key_is_never_loaded_and_is_replaced() {
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let (ours, theirs) = (
             tempfile::TempDir::new().expect("temp dir"),
             tempfile::TempDir::new().expect("temp dir"),
@@ -564,7 +549,7 @@ mod tests {
 
     #[test]
     fn an_artifact_without_a_mac_a_renamed_entry_and_a_symlink_are_never_loaded() {
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let dir = tempfile::TempDir::new().expect("temp dir");
         fetch(&engine, dir.path(), "k", "x");
 
@@ -608,7 +593,7 @@ mod tests {
     #[test]
     fn a_key_others_may_read_is_replaced_and_its_entries_are_not_trusted() {
         use std::os::unix::fs::PermissionsExt;
-        let engine = Engine::default();
+        let engine = wasmtime::Engine::default();
         let dir = tempfile::TempDir::new().expect("temp dir");
         fetch(&engine, dir.path(), "k", "x");
         let key = dir.path().join(KEY_FILE);

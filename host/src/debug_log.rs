@@ -1,6 +1,6 @@
-//! The debug log of clm(1): `ctx:log` and `print` append to the file named by
-//! `CLM_DEBUG_LOG` (or `TOOLCELL_DEBUG_LOG`). When neither is set the plugins are told
-//! so at load time and never call the host for it.
+//! The debug log of clm(1): `ctx:log` and `print` append to one file (the command line
+//! takes it from `CLM_DEBUG_LOG` or `TOOLCELL_DEBUG_LOG`). Without one the plugins are
+//! told so at load time and never call the host for it.
 //!
 //! A plugin's step never waits on the disk: lines go to a queue that a thread of the
 //! log's own writes to the file. The queue holds at most [`QUEUE_BYTES`]; what a slow
@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
@@ -49,14 +49,6 @@ struct Pending {
 }
 
 impl DebugLog {
-    /// The file named by `TOOLCELL_DEBUG_LOG` or `CLM_DEBUG_LOG`, if either is set.
-    pub fn path_from_env() -> Option<PathBuf> {
-        ["TOOLCELL_DEBUG_LOG", "CLM_DEBUG_LOG"]
-            .into_iter()
-            .find_map(|name| std::env::var_os(name).filter(|value| !value.is_empty()))
-            .map(PathBuf::from)
-    }
-
     /// Opens (creating if needed) `path` for appending, and starts its writer thread.
     pub fn open(path: &Path) -> std::io::Result<Self> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;

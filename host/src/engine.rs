@@ -1,118 +1,225 @@
-//! The wasmtime engine every plugin shares, and how running plugin code gets back to
-//! the host so its hard deadline can be checked.
+//! The engine: what runs plugins for the runtimes built with it. It owns one wasmtime
+//! engine (compiled code, the pool of instance slots), the linker of the host's
+//! services, the compiled-code cache, and the Lua guest once it is compiled and linked.
+//!
+//! An [`Engine`] is a handle: its clones share all of that, so runtimes built with
+//! clones of one engine compile the Lua guest once, link it once, and reuse each
+//! other's warm instance slots. A runtime built without one gets an engine of its own.
 
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::fmt;
+use std::sync::Arc;
 
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use tokio::sync::OnceCell;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-/// How much fuel running plugin code burns between two yields to the async executor,
-/// where its hard deadline is checked: about 5 ms of Lua on the benchmark machine
-/// (fib(30) burns 1.3-1.6 x 10^9 in 150-190 ms). Fuel metering is paid for anyway,
-/// where epoch interruption would add a check to every loop of the interpreter; but
-/// each yield wakes an idle tokio worker (a futex wake, costly in a VM), so yields are
-/// kept about as rare as the 10 ms epoch ticks they replace.
-pub const FUEL_YIELD_INTERVAL: u64 = 50_000_000;
+use crate::cache::CodeCache;
+use crate::guest;
+use crate::sandbox::{self, CodeError, PluginPre, StoreState};
 
-/// How often the engine's epoch advances, when epoch interruption stands in for fuel
-/// yields (fuel metering off, benchmarks only).
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// Engine settings a benchmark may vary; the defaults are what toolcell runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How an engine is set up. The defaults are what the `toolcell` command runs with,
+/// except the cache: the library keeps compiled code only where it is told to.
+#[derive(Clone, Debug)]
 pub struct Options {
-    /// Fuel metering (the deterministic CPU cap per call). Running code also yields
-    /// every `FUEL_YIELD_INTERVAL` units, which is when its hard deadline is checked.
+    /// Fuel metering: the deterministic CPU cap per call, and the yields at which a
+    /// step's hard deadline is checked. Off only to measure what it costs: plugins then
+    /// run with neither backstop.
     pub fuel: bool,
-    /// Epoch interruption: yields at every `EPOCH_TICK` instead. Needed for the hard
-    /// deadline only when fuel metering is off.
-    pub epoch: bool,
-    /// Write /tmp/perf-PID.map so `perf` can name compiled wasm functions.
-    pub perf_map: bool,
-    /// The pooling instance allocator (instances, memories and fiber stacks are reused
-    /// from pre-reserved pools) instead of allocating each on demand.
+    /// The pooling instance allocator (instances, memories and fiber stacks reused from
+    /// slots reserved up front) instead of allocating each on demand. Where the machine
+    /// refuses the reservation, the engine allocates on demand anyway, with a warning.
     pub pooling: bool,
     /// Start Lua plugins from a snapshot of the prepared Lua runtime (`snapshot.rs`)
-    /// instead of building the Lua state in every instance.
+    /// instead of building the Lua state in every instance. The snapshot is made only
+    /// when `cache` can keep it: making it costs a second compilation.
     pub snapshot: bool,
+    /// Write /tmp/perf-PID.map so `perf` can name compiled wasm functions.
+    pub perf_map: bool,
+    /// Where compiled code is kept between runs (default: nowhere).
+    pub cache: CodeCache,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             fuel: true,
-            epoch: false,
-            perf_map: false,
             pooling: true,
             snapshot: true,
+            perf_map: false,
+            cache: CodeCache::new(None),
         }
     }
 }
 
+/// Why an engine could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// wasmtime refused the configuration.
+    #[error("cannot create the wasmtime engine: {0}")]
+    Wasmtime(String),
+    /// The host's services could not be added to the linker.
+    #[error("cannot link the host's services: {0}")]
+    Linker(String),
+}
+
 /// Plugin instances the pooling allocator holds at once (loaded plugins, plus the
-/// ones being replaced after a crash).
+/// ones being replaced after a crash), across every runtime of one engine.
 const POOLED_INSTANCES: u32 = 4096;
 
 /// Dirty memory a freed instance slot keeps, reset in place to the memory image, for
-/// the next instance of the same guest (a reload, a restart after a crash, a runtime
-/// built again): without it the slot is decommitted and that instance takes a page
-/// fault for every page it touches again (half of a 100 µs warm load on the benchmark
-/// machine). A loaded trivial Lua plugin dirties about 40 KiB of the image (a called one
-/// some stack as well); the pool keeps at most 100 freed slots warm, so at most 13 MiB
-/// stay.
+/// the next instance of the same guest (a reload, a restart after a crash, another
+/// runtime on the same engine): without it the slot is decommitted and that instance
+/// takes a page fault for every page it touches again. A loaded trivial Lua plugin
+/// dirties well under this (docs/performance.md); the pool keeps at most 100 freed
+/// slots warm, so at most 12.5 MiB stay.
 const KEEP_RESIDENT_BYTES: usize = 128 << 10;
 
-static OPTIONS: OnceLock<Options> = OnceLock::new();
-
-/// Chooses the engine settings before the engine exists (benchmarks only). Fails if
-/// the engine was already created or configured.
-pub fn configure(options: Options) -> Result<(), String> {
-    OPTIONS
-        .set(options)
-        .map_err(|_| "the engine is already configured".to_string())
+/// The engine plugins run on; cheap to clone, and clones share everything (see the
+/// module documentation).
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
 }
 
-/// The settings the shared engine has (or will have).
-pub fn options() -> Options {
-    *OPTIONS.get_or_init(Options::default)
+struct Inner {
+    wasmtime: wasmtime::Engine,
+    linker: Linker<StoreState>,
+    options: Options,
+    /// Whether the pooling allocator is in use (it was asked for and the machine
+    /// granted its reservation).
+    pooling: bool,
+    /// The Lua guest, compiled and linked by the first load that needs it.
+    lua_guest: OnceCell<Result<PluginPre, CodeError>>,
 }
 
-/// Builds the engine configuration: component model, wasm exceptions (the Lua guest's
-/// setjmp/longjmp), fuel metering on every store, and no
-/// component-model concurrency (it costs about 3x on every export call and plugins do
-/// not use it: the step protocol gives them concurrency).
+impl Engine {
+    /// A new engine. With the pooling allocator, this reserves address space for every
+    /// slot (a few tens of TiB, of which only what instances touch is ever backed), so
+    /// a process should make one engine and share it rather than make many.
+    pub fn new(options: Options) -> Result<Engine, EngineError> {
+        let (wasmtime, pooling) = new_wasmtime_engine(&options)
+            .map_err(|error| EngineError::Wasmtime(format!("{error:#}")))?;
+        let linker = sandbox::linker(&wasmtime)
+            .map_err(|error| EngineError::Linker(format!("{error:#}")))?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                wasmtime,
+                linker,
+                options,
+                pooling,
+                lua_guest: OnceCell::new(),
+            }),
+        })
+    }
+
+    /// The options the engine was made with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// Where the engine keeps compiled code.
+    pub fn cache(&self) -> &CodeCache {
+        &self.inner.options.cache
+    }
+
+    /// The wasmtime engine underneath, for compiling components ahead of time with
+    /// [`CodeCache::component`].
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.wasmtime
+    }
+
+    /// One line naming the settings that matter for speed, for benchmark reports.
+    pub fn describe(&self) -> String {
+        let options = &self.inner.options;
+        let on = |flag: bool| if flag { "on" } else { "OFF" };
+        let allocator = if self.inner.pooling {
+            "pooling"
+        } else {
+            "on-demand"
+        };
+        let deadline = if options.fuel {
+            "hard deadline checked at fuel yields"
+        } else {
+            "NO hard deadline"
+        };
+        format!(
+            "fuel {}, {deadline}, {allocator} instance allocator, Lua runtime snapshot {}, Cranelift opt speed",
+            on(options.fuel),
+            on(options.snapshot),
+        )
+    }
+
+    /// Links `component` against the host, checking that it fits the plugin world.
+    pub(crate) fn link(&self, component: &Component) -> Result<PluginPre, CodeError> {
+        sandbox::link(&self.inner.linker, component)
+    }
+
+    /// The Lua guest, linked. The first caller prepares and compiles it (or reads it
+    /// from `cache`: the engine's cache, or none for a runtime that may not use it) on
+    /// the blocking pool; every later caller, from any runtime of this engine, gets a
+    /// clone of the same linked guest without leaving its task.
+    pub(crate) async fn lua_guest(&self, cache: &CodeCache) -> Result<PluginPre, CodeError> {
+        self.inner
+            .lua_guest
+            .get_or_init(|| {
+                let (engine, cache) = (self.clone(), cache.clone());
+                async move {
+                    tokio::task::spawn_blocking(move || {
+                        let component =
+                            guest::compile(engine.wasmtime(), &cache, engine.options().snapshot)
+                                .map_err(|error| CodeError::LuaRuntime(format!("{error:#}")))?;
+                        engine.link(&component)
+                    })
+                    .await
+                    .map_err(|error| CodeError::Interrupted {
+                        what: "compiling the Lua runtime",
+                        reason: error.to_string(),
+                    })?
+                }
+            })
+            .await
+            .clone()
+    }
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("options", &self.inner.options)
+            .field("pooling", &self.inner.pooling)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The wasmtime engine for `options`, and whether it got the pooling allocator.
 ///
 /// The pooling allocator reserves address space for every slot up front; where the
-/// machine refuses that (a low `ulimit -v`, valgrind), the engine falls back to
-/// allocating each instance on demand, which is slower to instantiate but equivalent.
-fn new_engine() -> wasmtime::Result<Engine> {
-    let options = options();
+/// machine refuses that (a low `ulimit -v`, valgrind, many engines in one process), the
+/// engine falls back to allocating each instance on demand, which is slower to
+/// instantiate but equivalent.
+fn new_wasmtime_engine(options: &Options) -> wasmtime::Result<(wasmtime::Engine, bool)> {
     if options.pooling {
-        match Engine::new(&engine_config(options, true)) {
-            Ok(engine) => {
-                let _ = POOLING_ACTIVE.set(true);
-                return Ok(engine);
-            }
+        match wasmtime::Engine::new(&config(options, true)) {
+            Ok(engine) => return Ok((engine, true)),
             Err(error) => tracing::warn!(
                 "the pooling instance allocator is unavailable ({error:#}); allocating instances on demand"
             ),
         }
     }
-    let _ = POOLING_ACTIVE.set(false);
-    Engine::new(&engine_config(options, false))
+    Ok((wasmtime::Engine::new(&config(options, false))?, false))
 }
 
-/// Whether the shared engine ended up with the pooling allocator.
-static POOLING_ACTIVE: OnceLock<bool> = OnceLock::new();
-
-fn engine_config(options: Options, pooling: bool) -> Config {
+/// The wasmtime configuration: component model, wasm exceptions (the Lua guest's
+/// setjmp/longjmp), fuel metering on every store, and no component-model concurrency
+/// (it costs about 3x on every export call and plugins do not use it: the step
+/// protocol gives them concurrency).
+fn config(options: &Options, pooling: bool) -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
         .wasm_exceptions(true)
         .concurrency_support(false)
-        .consume_fuel(options.fuel)
-        .epoch_interruption(options.epoch);
+        .consume_fuel(options.fuel);
     if options.perf_map {
         config.profiler(wasmtime::ProfilingStrategy::PerfMap);
     }
@@ -138,71 +245,16 @@ fn engine_config(options: Options, pooling: bool) -> Config {
     config
 }
 
-/// An engine for code that runs once and is thrown away (the Lua runtime's `prepare`
-/// step, see `snapshot.rs`): the same wasm features as the shared engine, fuel as the
-/// only backstop, instances allocated on demand, and Cranelift without optimisations,
-/// which compiles the Lua runtime in about half the time.
-pub fn run_once_engine() -> wasmtime::Result<Engine> {
-    let mut config = engine_config(
-        Options {
-            fuel: true,
-            epoch: false,
-            ..options()
-        },
-        false,
-    );
-    config.cranelift_opt_level(wasmtime::OptLevel::None);
-    Engine::new(&config)
-}
-
-/// The process-wide engine, created on first use (with its epoch ticker, when epoch
-/// interruption is on).
-///
-/// One engine serves every runtime of the process: compiled code and the instance pool
-/// are shared, and a second runtime starts without recompiling.
-pub fn shared() -> Result<&'static Engine, String> {
-    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
-    ENGINE
-        .get_or_init(|| {
-            let engine = new_engine().map_err(|error| format!("{error:#}"))?;
-            if options().epoch {
-                start_ticker(engine.clone())
-                    .map_err(|error| format!("cannot start the epoch ticker: {error}"))?;
-            }
-            Ok(engine)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
-/// Advances the engine's epoch every `EPOCH_TICK`, for the life of the process.
-fn start_ticker(engine: Engine) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("toolcell-epoch".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
-            }
-        })?;
-    Ok(())
-}
-
-/// One line naming the engine settings that matter for speed, for benchmark reports.
-pub fn describe() -> String {
-    let options = options();
-    let on = |flag: bool| if flag { "on" } else { "OFF" };
-    let pooling = POOLING_ACTIVE.get().copied().unwrap_or(options.pooling);
-    let allocator = if pooling { "pooling" } else { "on-demand" };
-    let deadline = match (options.fuel, options.epoch) {
-        (_, true) => "hard deadline checked at epoch ticks",
-        (true, false) => "hard deadline checked at fuel yields",
-        (false, false) => "NO hard deadline",
+/// A wasmtime engine for code that runs once and is thrown away (the Lua runtime's
+/// `prepare` step, see `snapshot.rs`): the same wasm features as a plugin engine, fuel
+/// as the only backstop, instances allocated on demand, and Cranelift without
+/// optimisations, which compiles the Lua runtime in about half the time.
+pub(crate) fn run_once_engine() -> wasmtime::Result<wasmtime::Engine> {
+    let options = Options {
+        pooling: false,
+        ..Options::default()
     };
-    format!(
-        "fuel {}, epoch interruption {}, {deadline}, {allocator} instance allocator, Lua runtime snapshot {}, Cranelift opt speed",
-        on(options.fuel),
-        if options.epoch { "on" } else { "off" },
-        on(options.snapshot),
-    )
+    let mut config = config(&options, false);
+    config.cranelift_opt_level(wasmtime::OptLevel::None);
+    wasmtime::Engine::new(&config)
 }

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::artifact::{Artifact, ArtifactError};
-use crate::cache::{CodeCache, sha256_hex};
+use crate::cache::sha256_hex;
+use crate::engine::Engine;
 use crate::files::FileAccess;
 use crate::manifest::{self, Manifest};
 use crate::signature::{self, PublicKey, TrustPolicy};
@@ -88,8 +89,8 @@ pub enum InspectError {
     Runtime(#[from] BuildError),
 }
 
-/// Inspects the plugin file `path` (`*.lua` or `*.wasm`).
-pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, InspectError> {
+/// Inspects the plugin file `path` (`*.lua` or `*.wasm`), loading it on `engine`.
+pub async fn inspect(path: &Path, engine: &Engine) -> Result<Report, InspectError> {
     let bytes = std::fs::read(path).map_err(|source| InspectError::Unreadable {
         path: path.to_path_buf(),
         source,
@@ -142,7 +143,7 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, InspectErr
         };
         report.signatures = signature::verify(&artifact);
     }
-    let (runtime, diagnostics) = load_without_files(path, cache).await?;
+    let (runtime, diagnostics) = load_without_files(path, engine).await?;
     report.diagnostics = diagnostics;
     report.tools = if runtime.plugins().is_empty() {
         Err(runtime
@@ -164,7 +165,7 @@ pub async fn inspect(path: &Path, cache: CodeCache) -> Result<Report, InspectErr
 /// problem.
 pub async fn load_without_files(
     path: &Path,
-    cache: CodeCache,
+    engine: &Engine,
 ) -> Result<(Runtime, Vec<Diagnostic>), InspectError> {
     let root = tempfile::tempdir().map_err(InspectError::NoRoot)?;
     let runtime = Runtime::builder()
@@ -172,8 +173,7 @@ pub async fn load_without_files(
         .root(root.path())
         .file_access(FileAccess::None)
         .trust(TrustPolicy::default())
-        .debug_log(None)
-        .cache(cache)
+        .engine(engine.clone())
         .build()
         .await?;
     let diagnostics = runtime

@@ -5,11 +5,19 @@
 //! own memory cap, fuel budget and deadlines, and reaches files and the network only
 //! through host services that check every access. [`Runtime`] is the embedding API;
 //! the `toolcell` binary is a thin CLI over it.
+//!
+//! Cargo features add the command's parts to the library, which loads and runs plugins
+//! with none of them: `http` (plugins' HTTP requests), `signing` (Ed25519 signatures),
+//! `watch` (hot reload), `mcp` (the MCP server), `oci` (plugins from OCI registries)
+//! and `cli` (the command, with all of the others but `oci`); the default is `cli` and
+//! `oci`.
 
 pub mod artifact;
+#[cfg(any(feature = "cli", feature = "oci"))]
 mod atomic_file;
 mod bindings;
 pub mod cache;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod clock;
 pub mod config;
@@ -26,14 +34,17 @@ pub mod integrity;
 pub mod limits;
 mod log_listener;
 pub mod manifest;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 mod outcome;
 pub mod output;
 pub mod pack;
+#[cfg(feature = "watch")]
 pub mod reload;
 pub mod results;
 mod runtime;
 mod sandbox;
+#[cfg(feature = "cli")]
 pub mod scaffold;
 pub mod schema;
 mod schema_budget;
@@ -44,6 +55,7 @@ pub mod trusted;
 mod validation;
 pub mod wit_version;
 
+pub use engine::Engine;
 pub use log_listener::LogListener;
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use runtime::{

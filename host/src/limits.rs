@@ -22,8 +22,8 @@ pub struct Limits {
     pub call_timeout: Duration,
     /// Wasm fuel (roughly: instructions) one call (or one load) may burn in all its steps.
     pub fuel: u64,
-    /// How long past a deadline the host waits for the plugin to stop itself before the
-    /// epoch backstop traps it (code that never returns to the Lua VM).
+    /// How long past a deadline the host waits for the plugin to stop itself before it
+    /// stops the step at its next fuel yield (code that never returns to the Lua VM).
     pub deadline_grace: Duration,
     /// Largest accepted JSON arguments of a call (clm-tool(5)'s json.decode limit).
     pub max_args_bytes: usize,

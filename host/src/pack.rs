@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::Diagnostic;
 use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
-use crate::cache::CodeCache;
+use crate::engine::Engine;
 use crate::guest::LUA_GUEST_WASM;
 use crate::inspect;
 use crate::manifest::{self, MANIFEST_SECTION, Manifest};
@@ -157,14 +157,14 @@ pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, P
 pub async fn check(
     bytes: &[u8],
     file_name: &str,
-    cache: CodeCache,
+    engine: &Engine,
 ) -> Result<Vec<Diagnostic>, PackError> {
     let dir = tempfile::tempdir()
         .map_err(|error| PackError(format!("cannot make a directory to check in: {error}")))?;
     let path = dir.path().join(file_name);
     std::fs::write(&path, bytes)
         .map_err(|error| PackError(format!("cannot write {}: {error}", path.display())))?;
-    let (_, diagnostics) = inspect::load_without_files(&path, cache)
+    let (_, diagnostics) = inspect::load_without_files(&path, engine)
         .await
         .map_err(|error| PackError(error.to_string()))?;
     Ok(diagnostics)
@@ -197,6 +197,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "signing")]
     fn re_packing_replaces_the_manifest_and_drops_signatures() {
         let first = pack_lua(b"return 1", &Manifest::clm_default("one")).expect("packs");
         let key = crate::signature::SecretKey::generate();

@@ -17,31 +17,61 @@
 //! The trust policy (`[trust]` in the config file) lists the trusted public keys and
 //! says whether unsigned plugins (and plugins signed only by other keys) may load. A
 //! signature that does not verify always refuses the plugin.
+//!
+//! Keys, signing and checking signatures need the `signing` feature. Without it no key
+//! can be trusted (a `[trust] keys` entry is an error) and a signed artifact is judged
+//! [`Verdict::Unchecked`].
 
 use std::fmt;
 use std::str::FromStr;
 
+#[cfg(feature = "signing")]
 use base64::Engine;
+#[cfg(feature = "signing")]
 use base64::engine::general_purpose::STANDARD as BASE64;
+#[cfg(feature = "signing")]
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+#[cfg(feature = "signing")]
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+#[cfg(feature = "signing")]
+use serde::Serialize;
+#[cfg(feature = "signing")]
 use sha2::{Digest, Sha256};
 
-use crate::artifact::{Artifact, SIGNATURE_SECTION};
+use crate::artifact::Artifact;
+#[cfg(feature = "signing")]
+use crate::artifact::SIGNATURE_SECTION;
 
 /// What every signature signs before the artifact's digest, so a toolcell signature
 /// can never be mistaken for a signature of anything else.
 pub const SIGNATURE_CONTEXT: &[u8] = b"toolcell plugin signature v1\n";
 
+/// Why a signature cannot be checked, or a key trusted, without the `signing` feature.
+pub const SIGNING_UNAVAILABLE: &str =
+    "this toolcell was built without the `signing` feature, so it cannot check signatures";
+
 /// An Ed25519 public key: who signed, or whom the user trusts.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct PublicKey(VerifyingKey);
+pub struct PublicKey(Key);
+
+#[cfg(feature = "signing")]
+type Key = VerifyingKey;
+
+/// Without the `signing` feature no key can be parsed, so none exists.
+#[cfg(not(feature = "signing"))]
+type Key = std::convert::Infallible;
 
 impl fmt::Display for PublicKey {
     /// The key as base64 (44 characters).
+    #[cfg(feature = "signing")]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&BASE64.encode(self.0.as_bytes()))
+    }
+
+    #[cfg(not(feature = "signing"))]
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {}
     }
 }
 
@@ -69,12 +99,16 @@ pub enum KeyError {
     /// The key could not be encoded.
     #[error("cannot encode the key: {0}")]
     Encoding(String),
+    /// This toolcell was built without the `signing` feature: no key can be trusted.
+    #[error("cannot trust key {0:?}: {SIGNING_UNAVAILABLE}")]
+    SigningUnavailable(String),
 }
 
 impl FromStr for PublicKey {
     type Err = KeyError;
 
     /// Parses the base64 form that [`PublicKey`]'s `Display` writes.
+    #[cfg(feature = "signing")]
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         let bytes = BASE64
@@ -87,6 +121,11 @@ impl FromStr for PublicKey {
             .map(PublicKey)
             .map_err(|_| KeyError::NotAKey(text.to_string()))
     }
+
+    #[cfg(not(feature = "signing"))]
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Err(KeyError::SigningUnavailable(text.trim().to_string()))
+    }
 }
 
 impl<'de> Deserialize<'de> for PublicKey {
@@ -97,8 +136,10 @@ impl<'de> Deserialize<'de> for PublicKey {
 }
 
 /// A secret signing key.
+#[cfg(feature = "signing")]
 pub struct SecretKey(SigningKey);
 
+#[cfg(feature = "signing")]
 impl SecretKey {
     /// A new random key from the operating system's generator.
     pub fn generate() -> SecretKey {
@@ -128,6 +169,7 @@ impl SecretKey {
 }
 
 /// One signature section as written.
+#[cfg(feature = "signing")]
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct SignatureDocument {
@@ -137,6 +179,7 @@ struct SignatureDocument {
 }
 
 /// The message a signature signs: the context and the digest of the signed content.
+#[cfg(feature = "signing")]
 fn message(artifact: &Artifact<'_>) -> Vec<u8> {
     let digest = Sha256::digest(artifact.signed_content());
     let mut message = SIGNATURE_CONTEXT.to_vec();
@@ -145,6 +188,7 @@ fn message(artifact: &Artifact<'_>) -> Vec<u8> {
 }
 
 /// The artifact with one more signature, by `key`.
+#[cfg(feature = "signing")]
 pub fn sign(artifact: &Artifact<'_>, key: &SecretKey) -> Vec<u8> {
     let signature = key.0.sign(&message(artifact));
     let document = SignatureDocument {
@@ -158,11 +202,24 @@ pub fn sign(artifact: &Artifact<'_>, key: &SecretKey) -> Vec<u8> {
 }
 
 /// The keys whose signatures on the artifact verify; the error describes the first
-/// signature section that is malformed or does not verify.
+/// signature section that is malformed or does not verify (or, without the `signing`
+/// feature, says that signatures cannot be checked).
 pub fn verify(artifact: &Artifact<'_>) -> Result<Vec<PublicKey>, String> {
     if artifact.signatures().is_empty() {
         return Ok(Vec::new());
     }
+    check_signatures(artifact)
+}
+
+#[cfg(not(feature = "signing"))]
+fn check_signatures(_: &Artifact<'_>) -> Result<Vec<PublicKey>, String> {
+    Err(format!(
+        "its signatures were not checked: {SIGNING_UNAVAILABLE}"
+    ))
+}
+
+#[cfg(feature = "signing")]
+fn check_signatures(artifact: &Artifact<'_>) -> Result<Vec<PublicKey>, String> {
     let message = message(artifact);
     let mut keys = Vec::new();
     for (index, section) in artifact.signatures().iter().enumerate() {
@@ -230,11 +287,17 @@ pub enum Verdict {
     Untrusted(Vec<PublicKey>),
     /// A signature is malformed or does not verify: always refused.
     Invalid(String),
+    /// Signed, but this toolcell cannot check signatures (it was built without the
+    /// `signing` feature): loads, with a warning, only when unsigned plugins do.
+    Unchecked,
 }
 
 impl TrustPolicy {
     /// Judges an artifact's signatures.
     pub fn judge(&self, artifact: &Artifact<'_>) -> Verdict {
+        if !cfg!(feature = "signing") && !artifact.signatures().is_empty() {
+            return Verdict::Unchecked;
+        }
         match verify(artifact) {
             Err(message) => Verdict::Invalid(message),
             Ok(keys) if keys.is_empty() => Verdict::Unsigned,
@@ -246,17 +309,12 @@ impl TrustPolicy {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "signing"))]
 mod tests {
     use super::*;
 
     fn component() -> Vec<u8> {
-        let mut component = wasm_encoder::Component::new();
-        component.section(&wasm_encoder::CustomSection {
-            name: "payload".into(),
-            data: b"code".as_slice().into(),
-        });
-        component.finish()
+        crate::artifact::tests::component(&[("payload", b"code")])
     }
 
     #[test]
@@ -319,5 +377,34 @@ mod tests {
         assert_eq!(public, key.public());
         assert!("not a key".parse::<PublicKey>().is_err());
         assert!(SecretKey::from_pem("nope").is_err());
+    }
+}
+
+#[cfg(all(test, not(feature = "signing")))]
+mod without_signing {
+    use super::*;
+    use crate::artifact::SIGNATURE_SECTION;
+    use crate::artifact::tests::component;
+
+    #[test]
+    fn no_key_can_be_trusted() {
+        let error = "Gb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE="
+            .parse::<PublicKey>()
+            .expect_err("refused");
+        assert!(error.to_string().ends_with(SIGNING_UNAVAILABLE), "{error}");
+    }
+
+    #[test]
+    fn a_signed_artifact_is_unchecked_and_an_unsigned_one_unsigned() {
+        let signed = component(&[(SIGNATURE_SECTION, b"algorithm = \"ed25519\"")]);
+        let artifact = Artifact::parse(&signed).expect("parses");
+        assert_eq!(TrustPolicy::default().judge(&artifact), Verdict::Unchecked);
+        let error = verify(&artifact).expect_err("not checked");
+        assert!(error.ends_with(SIGNING_UNAVAILABLE), "{error}");
+
+        let unsigned = component(&[("payload", b"code")]);
+        let artifact = Artifact::parse(&unsigned).expect("parses");
+        assert_eq!(TrustPolicy::default().judge(&artifact), Verdict::Unsigned);
+        assert_eq!(verify(&artifact), Ok(Vec::new()));
     }
 }

@@ -1,8 +1,8 @@
 //! Pre-initialisation of the Lua runtime component with wasmtime-wizer.
 //!
 //! Building the Lua state (the sandboxed libraries, the plugin API, the Lua prelude)
-//! is the same work for every plugin and was most of a plugin's load: about 1.6 million
-//! wasm instructions. So the host runs the component's `prepare` export once, in an
+//! is the same work for every plugin, and most of a plugin's load when done in every
+//! instance (docs/performance.md). So the host runs the component's `prepare` export once, in an
 //! instance of its own, and rewrites the component so that its memories and globals
 //! start in the state `prepare` left them. Every plugin instance then starts with the
 //! Lua state already built, mapped copy-on-write from the component's memory image,

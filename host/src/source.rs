@@ -18,7 +18,7 @@ use crate::guest::LUA_GUEST_WASM;
 use crate::integrity::Pins;
 use crate::manifest::{self, Manifest};
 use crate::runtime::{DiagnosticKind, Severity};
-use crate::signature::{PublicKey, TrustPolicy, UnsignedPolicy, Verdict};
+use crate::signature::{PublicKey, SIGNING_UNAVAILABLE, TrustPolicy, UnsignedPolicy, Verdict};
 use crate::wit_version;
 
 /// The code of a plugin.
@@ -43,7 +43,9 @@ pub(crate) struct Source {
     pub code: Code,
     /// The Lua script, for Lua plugins (plain or packed).
     pub script: Option<Vec<u8>>,
-    /// The trusted key whose signature admitted it, if one did.
+    /// The trusted key whose signature admitted it, if one did (an install records it;
+    /// loading does not need it).
+    #[cfg_attr(not(feature = "oci"), allow(dead_code))]
     pub signer: Option<PublicKey>,
     /// Things worth a warning that did not stop the plugin.
     pub warnings: Vec<(DiagnosticKind, Severity, String)>,
@@ -156,9 +158,9 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
         .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?;
     let mut warnings = Vec::new();
     let refuses_unsigned = admission.trust.unsigned == UnsignedPolicy::Refuse;
-    let mut signer = None;
-    match admission.trust.judge(&artifact) {
-        Verdict::Trusted(key) => signer = Some(key),
+    // The trusted signer, or why no trusted key vouches for a signed artifact.
+    let (signer, untrusted) = match admission.trust.judge(&artifact) {
+        Verdict::Trusted(key) => (Some(key), None),
         Verdict::Invalid(message) => {
             return Err(refuse(DiagnosticKind::SignatureInvalid, message));
         }
@@ -169,22 +171,31 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
                  ([trust] unsigned = \"refuse\")",
             ));
         }
-        Verdict::Unsigned => {}
+        Verdict::Unsigned => (None, None),
+        Verdict::Unchecked => (
+            None,
+            Some(format!(
+                "its signatures were not checked: {SIGNING_UNAVAILABLE}"
+            )),
+        ),
         Verdict::Untrusted(keys) => {
             let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
             let message = format!(
                 "it is signed by {}, which is not among the trusted keys ([trust] keys)",
                 keys.join(", ")
             );
-            if refuses_unsigned {
-                return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
-            }
-            warnings.push((
-                DiagnosticKind::SignatureUntrusted,
-                Severity::Warning,
-                message,
-            ));
+            (None, Some(message))
         }
+    };
+    if let Some(message) = untrusted {
+        if refuses_unsigned {
+            return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
+        }
+        warnings.push((
+            DiagnosticKind::SignatureUntrusted,
+            Severity::Warning,
+            message,
+        ));
     }
     let version = artifact
         .wit_version()

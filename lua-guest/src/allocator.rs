@@ -3,19 +3,19 @@
 //! free lists of small blocks in front of it (`small_blocks.rs`).
 //!
 //! Rust's default on wasm32-wasip2 goes through std's System allocator to wasi-libc's
-//! malloc (dlmalloc): a third more instructions per allocation by callgrind, and Lua
-//! allocates on nearly every string and table operation. talc's own wasm source
-//! (`WasmGrowAndExtend`) only uses pages it grows, so the ~50 KiB between the static
-//! data and the end of the initial memory went unused and the heap began on a fresh
+//! malloc (dlmalloc), which takes more instructions per allocation (docs/performance.md),
+//! and Lua allocates on nearly every string and table operation. talc's own wasm source
+//! (`WasmGrowAndExtend`) only uses pages it grows, so the space between the static data
+//! and the end of the initial memory would go unused and the heap begin on a fresh
 //! 64 KiB page.
 //!
 //! Both choices here are about the prepared snapshot (host `snapshot.rs`): the Lua state
 //! is part of the memory image that every plugin instance maps, and the kernel maps
 //! image pages 64 KiB at a time (fault-around), read or not. The image ends at the last
 //! non-zero byte of memory, and talc writes the size of a free gap at the gap's end: a
-//! heap that spanned the whole free end of the initial memory put one such word on its
-//! last page, so the image covered 24 KiB of empty heap in every instance. A heap that
-//! ends a little past its last allocation keeps the image to the pages in use.
+//! heap that spanned the whole free end of the initial memory would put one such word on
+//! its last page, so the image would cover pages of empty heap in every instance. A heap
+//! that ends a little past its last allocation keeps the image to the pages in use.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::arch::wasm32::memory_grow;

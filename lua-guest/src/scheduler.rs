@@ -147,7 +147,8 @@ pub struct Scheduler {
 }
 
 /// How many finished main coroutines are kept. Creating a coroutine (its stack and
-/// call-info list) and collecting it again was a tenth of a trivial call's instructions.
+/// call-info list) and collecting it again is a sizeable part of a trivial call
+/// (docs/performance.md).
 const SPARE_THREADS: usize = 4;
 
 /// A coroutine that will run `function`: a finished main coroutine of an earlier call,

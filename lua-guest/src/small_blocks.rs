@@ -1,11 +1,10 @@
 //! Free lists of small blocks in front of the guest's general allocator.
 //!
 //! Lua allocates and frees a handful of small objects for nearly everything it does
-//! (strings, tables, closures, coroutines' call info), and a trivial tool call makes
-//! about twenty such allocations in the guest. talc finds, splits and merges chunks for
-//! each one (about 140 wasm instructions for an allocation and its free, by callgrind);
-//! a block of a size that was freed before is instead taken from a list in a few
-//! instructions. Blocks are kept per size class, so a freed block is only reused for
+//! (strings, tables, closures, coroutines' call info), even for a trivial tool call.
+//! talc finds, splits and merges chunks for each one; a block of a size that was freed
+//! before is instead taken from a list in a few instructions (docs/performance.md has
+//! the counts). Blocks are kept per size class, so a freed block is only reused for
 //! the same class, and at most [`CACHE_LIMIT`] bytes wait in the lists: past that a
 //! freed block goes back to the general allocator, where it can be merged and reused
 //! for any size. The memory a plugin can hold is therefore what Lua accounts for (its

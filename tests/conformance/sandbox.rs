@@ -1,7 +1,8 @@
 //! The sandbox of clm-tool(5) and its limits, through real Lua plugins in real
 //! component instances: the restricted globals, the load and call deadlines that
-//! `pcall` cannot catch, the memory limit, and the backstops (fuel, the epoch deadline
-//! for code that never returns to the Lua VM), with recovery after a crash.
+//! `pcall` cannot catch, the memory limit, and the backstops (fuel, the hard deadline
+//! checked at fuel yields for code that never returns to the Lua VM), with recovery
+//! after a crash.
 
 use std::collections::BTreeSet;
 
@@ -435,7 +436,7 @@ clm.tool_register("burn", { invoke = function(_, ctx)
 end })
 clm.tool_register("backtrack", { timeout_ms = 200, invoke = function(_, ctx)
   -- Pattern matching runs in C and never returns to the Lua VM, so the count hook
-  -- never fires: only the host's epoch backstop can stop it.
+  -- never fires: only the host's hard deadline can stop it.
   local s = string.rep("a", 30000)
   ctx:complete(tostring(s:find(".-.-.-.-.-b")))
 end })
@@ -495,7 +496,7 @@ async fn a_restarted_or_reloaded_plugin_starts_from_its_load_time_state() {
 }
 
 #[tokio::test]
-async fn code_that_never_returns_to_the_lua_vm_is_stopped_by_the_epoch_backstop() {
+async fn code_that_never_returns_to_the_lua_vm_is_stopped_at_its_hard_deadline() {
     let fixture = Fixture::new(&[("crashers.lua", CRASHERS)]);
     let runtime = fixture.load().await;
     let message = failure(&runtime, "backtrack", "{}").await;

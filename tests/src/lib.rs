@@ -11,14 +11,36 @@ pub mod guest_build;
 pub mod http_server;
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use tempfile::TempDir;
+use toolcell::cache::CodeCache;
+use toolcell::engine::Options;
 use toolcell::manifest::Manifest;
-use toolcell::{CallOutcome, Runtime, RuntimeBuilder};
+use toolcell::{CallOutcome, Engine, Runtime, RuntimeBuilder};
 
 /// Generous bound on any single call in a test: only catches hangs.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// The compiled-code cache of every test suite (the CLI tests give it to `toolcell`).
+pub fn cache_dir() -> PathBuf {
+    std::env::temp_dir().join("toolcell-test-cache")
+}
+
+/// The engine the tests of one process share, as an embedding agent shares one between
+/// its runtimes: the Lua guest is compiled (or read from [`cache_dir`]) and linked
+/// once, and the pooling allocator reserves its slots once.
+pub fn engine() -> Engine {
+    static ENGINE: LazyLock<Engine> = LazyLock::new(|| {
+        Engine::new(Options {
+            cache: CodeCache::new(Some(cache_dir())),
+            ..Options::default()
+        })
+        .expect("the tests' engine")
+    });
+    ENGINE.clone()
+}
 
 /// How a fixture's Lua plugins reach the plugin directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,12 +111,12 @@ impl Fixture {
         self.root.path()
     }
 
-    /// A builder over this fixture's directory and root, with the debug log off.
+    /// A builder over this fixture's directory and root, on the tests' [`engine`].
     pub fn builder(&self) -> RuntimeBuilder {
         Runtime::builder()
+            .engine(engine())
             .plugin_dir(self.plugins.path())
             .root(self.root.path())
-            .debug_log(None)
     }
 
     /// Loads the fixture's plugins with default settings.

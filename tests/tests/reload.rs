@@ -374,9 +374,9 @@ async fn under_watch_a_plugin_cannot_plant_or_replace_a_plugin_in_its_root() {
     std::fs::create_dir(&plugins).expect("plugins");
     std::fs::write(plugins.join("planter.lua"), PLANTER).expect("planter");
     let runtime = Runtime::builder()
+        .engine(toolcell_tests::engine())
         .plugin_dir(&plugins)
         .root(root.path())
-        .debug_log(None)
         .build()
         .await
         .expect("the runtime builds");

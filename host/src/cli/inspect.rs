@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
-use super::usage_error;
-use crate::cache::CodeCache;
+use super::{environment, usage_error};
+use crate::engine::Options;
 use crate::inspect::{self, Report};
 use crate::manifest::Manifest;
 use crate::wit_version::WIT_VERSION;
@@ -23,7 +23,11 @@ pub(super) struct InspectArgs {
 }
 
 pub(super) fn run(runtime: &tokio::runtime::Runtime, args: InspectArgs) -> ExitCode {
-    let report = match runtime.block_on(inspect::inspect(&args.file, CodeCache::from_env())) {
+    let engine = match environment::engine(Options::default()) {
+        Ok(engine) => engine,
+        Err(error) => return usage_error(&error.to_string()),
+    };
+    let report = match runtime.block_on(inspect::inspect(&args.file, &engine)) {
         Ok(report) => report,
         Err(error) => return usage_error(&error.to_string()),
     };

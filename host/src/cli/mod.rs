@@ -6,6 +6,7 @@
 
 mod call;
 mod check;
+pub mod environment;
 mod inspect;
 mod list;
 mod new;
@@ -24,6 +25,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::atomic_file::{Readers, write_atomically};
 use crate::config::{Config, HttpSection};
+use crate::engine::Options;
 use crate::files::FileAccess;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
@@ -141,9 +143,13 @@ impl PluginArgs {
     }
 
     /// The runtime's builder for the plugins of `--plugins` and of `extra_dirs`, with
-    /// every option applied. Errors are usage errors.
+    /// every option applied, on an engine that keeps compiled code where the
+    /// environment says. Errors are usage errors.
     fn builder(&self, extra_dirs: &[PathBuf]) -> Result<RuntimeBuilder, String> {
-        let mut builder = RuntimeBuilder::default();
+        let engine = environment::engine(Options::default()).map_err(|error| error.to_string())?;
+        let mut builder = RuntimeBuilder::default()
+            .engine(engine)
+            .debug_log(environment::debug_log());
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
         }

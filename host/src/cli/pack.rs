@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{Readers, usage_error, write_atomically};
+use super::{Readers, environment, usage_error, write_atomically};
 use crate::Severity;
-use crate::cache::{CodeCache, sha256_hex};
+use crate::cache::sha256_hex;
+use crate::engine::Options;
 use crate::pack;
 
 #[derive(Args)]
@@ -50,8 +51,11 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|| "plugin.wasm".to_string());
-        let cache = CodeCache::from_env();
-        let diagnostics = match runtime.block_on(pack::check(&packed.bytes, &file_name, cache)) {
+        let engine = match environment::engine(Options::default()) {
+            Ok(engine) => engine,
+            Err(error) => return usage_error(&error.to_string()),
+        };
+        let diagnostics = match runtime.block_on(pack::check(&packed.bytes, &file_name, &engine)) {
             Ok(diagnostics) => diagnostics,
             Err(error) => return usage_error(&error.to_string()),
         };

@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::usage_error;
-use crate::cache::CodeCache;
+use super::{environment, usage_error};
 use crate::config::Config;
 use crate::results::ResultError;
 
@@ -30,7 +29,7 @@ pub(super) fn run(args: ResultArgs) -> ExitCode {
         },
         None => Config::default(),
     };
-    let cache = CodeCache::from_env();
+    let cache = environment::code_cache();
     let Some(store) = config.result_store(cache.dir()) else {
         eprintln!(
             "error: no result store is set (the cache is off and no results_dir is configured)"

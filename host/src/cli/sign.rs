@@ -9,7 +9,7 @@ use clap::Args;
 use super::{Readers, usage_error, write_atomically};
 use crate::artifact::Artifact;
 use crate::config::Config;
-use crate::signature::{self, PublicKey, SecretKey, TrustPolicy, Verdict};
+use crate::signature::{self, PublicKey, SIGNING_UNAVAILABLE, SecretKey, TrustPolicy, Verdict};
 
 #[derive(Args)]
 pub(super) struct SignArgs {
@@ -99,6 +99,10 @@ pub(super) fn verify(args: VerifyArgs) -> ExitCode {
         }
         Verdict::Invalid(message) => {
             println!("{file}: INVALID: {message}");
+            ExitCode::FAILURE
+        }
+        Verdict::Unchecked => {
+            println!("{file}: not checked: {SIGNING_UNAVAILABLE}");
             ExitCode::FAILURE
         }
     }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use url::Url;
 
-use super::error::{Stage, authority, format_duration, from_reqwest};
+use super::client_error::{Stage, authority, format_duration, from_reqwest};
 use super::policy::Route;
 use super::resolve::{Admit, PolicyResolver};
 use super::{HttpError, HttpPolicy, HttpSettings, Method, Request, Response, tls};

@@ -14,23 +14,38 @@
 //!
 //! Files: `policy.rs` (grants and the per-URL decision), `addr.rs` (address
 //! classes), `resolve.rs` (the filtering resolver), `tls.rs` (the shared TLS
-//! configuration), `client.rs` (requests, redirects, bodies), `error.rs` (errors).
+//! configuration), `client.rs` (requests, redirects, bodies), `error.rs` (errors),
+//! `client_error.rs` (the client's failures as errors). The client and what only it
+//! uses need the `http` feature; without it `unavailable.rs` stands in, and every
+//! request fails, saying why.
 
 mod addr;
+#[cfg(feature = "http")]
 mod client;
+#[cfg(feature = "http")]
+mod client_error;
 mod error;
+// Without the client, nothing asks the policy about a URL or a resolved address.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 mod policy;
+#[cfg(feature = "http")]
 mod resolve;
+#[cfg(feature = "http")]
 mod tls;
+#[cfg(not(feature = "http"))]
+mod unavailable;
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 pub use addr::{AddrClass, classify};
+#[cfg(feature = "http")]
 pub use client::PluginHttp;
 pub use error::HttpError;
 pub use policy::{HostGrant, HostGrantError, HttpPolicy};
+#[cfg(not(feature = "http"))]
+pub use unavailable::PluginHttp;
 
 /// The HTTP methods plugins can use (the plugin API offers `http.get` and `http.post`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

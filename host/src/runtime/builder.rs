@@ -12,7 +12,7 @@ use futures_util::FutureExt;
 use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
-use crate::engine;
+use crate::engine::{Engine, EngineError, Options};
 use crate::files::{FileAccess, FileRoot, Files, RootError};
 use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
@@ -49,12 +49,13 @@ pub enum BuildError {
     /// The debug log could not be opened.
     #[error("cannot open the debug log {0}: {1}")]
     DebugLog(PathBuf, std::io::Error),
-    /// The engine could not be set up.
+    /// No engine was given and a new one could not be made.
     #[error("cannot set up the sandbox engine: {0}")]
-    Engine(String),
+    Engine(#[from] EngineError),
 }
 
 /// Configures and loads a [`Runtime`].
+#[derive(Default)]
 pub struct RuntimeBuilder {
     plugin_dirs: Vec<PathBuf>,
     plugin_files: Vec<PathBuf>,
@@ -65,29 +66,10 @@ pub struct RuntimeBuilder {
     pins: Pins,
     trust: Option<TrustPolicy>,
     debug_log: Option<PathBuf>,
+    engine: Option<Engine>,
     log_listener: Option<Arc<dyn LogListener>>,
-    cache: CodeCache,
-    /// `None`: the configuration's, or the cache's `results/`.
+    /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
-}
-
-impl Default for RuntimeBuilder {
-    fn default() -> Self {
-        RuntimeBuilder {
-            plugin_dirs: Vec::new(),
-            plugin_files: Vec::new(),
-            config: Config::default(),
-            root: None,
-            limits: Limits::default(),
-            command_line: CommandLine::default(),
-            pins: Pins::default(),
-            trust: None,
-            debug_log: DebugLog::path_from_env(),
-            log_listener: None,
-            cache: CodeCache::from_env(),
-            results: None,
-        }
-    }
 }
 
 impl RuntimeBuilder {
@@ -162,10 +144,18 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Appends `ctx:log` and `print` output to `path` (default: `CLM_DEBUG_LOG` or
-    /// `TOOLCELL_DEBUG_LOG`); `None` turns the debug log off.
+    /// Appends `ctx:log` and `print` output to `path`; `None` (the default) turns the
+    /// debug log off.
     pub fn debug_log(mut self, path: Option<PathBuf>) -> Self {
         self.debug_log = path;
+        self
+    }
+
+    /// The engine plugins run on, with its compiled-code cache. Give clones of one
+    /// engine to several builders to share compiled code, the instance pool and the
+    /// linked Lua guest. Default: a new engine with [`Options::default`] (no cache).
+    pub fn engine(mut self, engine: Engine) -> Self {
+        self.engine = Some(engine);
         self
     }
 
@@ -176,15 +166,9 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Where compiled code is cached (default: see [`CodeCache::from_env`]).
-    pub fn cache(mut self, cache: CodeCache) -> Self {
-        self.cache = cache;
-        self
-    }
-
     /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
     /// them nowhere). Default: the configuration's `[output] results_dir`, else
-    /// `results/` in the compiled-code cache's directory.
+    /// `results/` in the directory of the engine's compiled-code cache.
     pub fn result_store(mut self, store: Option<ResultStore>) -> Self {
         self.results = Some(store);
         self
@@ -194,12 +178,17 @@ impl RuntimeBuilder {
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
     /// skipped; the others load.
-    pub async fn build(self) -> Result<Runtime, BuildError> {
-        let trusted = self.trusted_paths();
-        let results: Result<Arc<ResultStore>, Arc<str>> = match self.result_store_or_default() {
-            Some(store) => Ok(Arc::new(store)),
-            None => Err("no result store is set".into()),
+    pub async fn build(mut self) -> Result<Runtime, BuildError> {
+        let engine = match self.engine.take() {
+            Some(engine) => engine,
+            None => Engine::new(Options::default())?,
         };
+        let trusted = self.trusted_paths(&engine);
+        let results: Result<Arc<ResultStore>, Arc<str>> =
+            match self.result_store_or_default(&engine) {
+                Some(store) => Ok(Arc::new(store)),
+                None => Err("no result store is set".into()),
+            };
         let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
         let files = dirs.discover()?;
         let debug_log = match &self.debug_log {
@@ -212,7 +201,7 @@ impl RuntimeBuilder {
         };
         let root = self.root.or_else(|| self.config.files_root());
         let file_root = open_root(root, &trusted)?;
-        let mut cache = self.cache;
+        let mut cache = engine.cache().clone();
         if let (Files::Root(root), Some(dir)) = (&file_root, cache.dir())
             && trusted::lies_within(dir, root.path())
         {
@@ -225,7 +214,6 @@ impl RuntimeBuilder {
             );
             cache = CodeCache::new(None);
         }
-        let engine = engine::shared().map_err(BuildError::Engine)?.clone();
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
         let services = SharedServices {
@@ -239,8 +227,7 @@ impl RuntimeBuilder {
             pins: self.pins,
             trust,
         };
-        let loader =
-            Arc::new(Loader::new(engine, cache, services, policy).map_err(BuildError::Engine)?);
+        let loader = Arc::new(Loader::new(engine, cache, services, policy));
         // The loads run concurrently inside this task rather than as tasks of their own:
         // what they wait on (reading large files, compiling) already runs on the
         // blocking pool, instances are created one at a time anyway (`sandbox::turns`),
@@ -280,9 +267,9 @@ impl RuntimeBuilder {
     }
 
     /// Everything this runtime's host trusts on disk (see [`crate::trusted`]).
-    fn trusted_paths(&self) -> TrustedPaths {
+    fn trusted_paths(&self, engine: &Engine) -> TrustedPaths {
         let mut trusted = TrustedPaths::default();
-        if let Some(dir) = self.cache.dir() {
+        if let Some(dir) = engine.cache().dir() {
             trusted.add("the compiled-code cache", dir);
         }
         for dir in &self.plugin_dirs {
@@ -301,17 +288,18 @@ impl RuntimeBuilder {
         if let Some(path) = &self.debug_log {
             trusted.add("the debug log", path);
         }
-        if let Some(store) = self.result_store_or_default() {
+        if let Some(store) = self.result_store_or_default(engine) {
             trusted.add("the result store", store.dir());
         }
         trusted
     }
 
-    /// The result store set, else the configuration's, else `results/` in the cache.
-    fn result_store_or_default(&self) -> Option<ResultStore> {
+    /// The result store set, else the configuration's, else `results/` in the
+    /// engine's cache.
+    fn result_store_or_default(&self, engine: &Engine) -> Option<ResultStore> {
         match &self.results {
             Some(store) => store.clone(),
-            None => self.config.result_store(self.cache.dir()),
+            None => self.config.result_store(engine.cache().dir()),
         }
     }
 }

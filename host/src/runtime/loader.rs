@@ -4,18 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wasmtime::Engine;
-use wasmtime::component::Linker;
-
 use crate::bindings::ToolSpec;
 use crate::cache::CodeCache;
+use crate::engine::Engine;
 use crate::grants::{CapabilityPolicy, Grants};
-use crate::guest;
 use crate::integrity::Pins;
 use crate::manifest::Manifest;
 use crate::sandbox::{
     self, CodeError, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
-    StoreState,
 };
 use crate::signature::TrustPolicy;
 use crate::source::{self, Admission, Code, Refusal};
@@ -60,29 +56,28 @@ impl LoadReport {
 /// of a runtime.
 pub(super) struct Loader {
     engine: Engine,
-    linker: &'static Linker<StoreState>,
+    /// The engine's cache, or none when this runtime may not use it.
     cache: CodeCache,
     services: SharedServices,
     policy: Arc<Policy>,
 }
 
 impl Loader {
-    /// A loader for the runtime being built: `services` are shared by every plugin,
-    /// `policy` says what each may be granted.
+    /// A loader for the runtime being built: plugins run on `engine`, compiled code is
+    /// kept in `cache`, `services` are shared by every plugin, `policy` says what each
+    /// may be granted.
     pub fn new(
         engine: Engine,
         cache: CodeCache,
         services: SharedServices,
         policy: Policy,
-    ) -> Result<Loader, String> {
-        let linker = sandbox::linker(&engine)?;
-        Ok(Loader {
+    ) -> Loader {
+        Loader {
             engine,
-            linker,
             cache,
             services,
             policy: Arc::new(policy),
-        })
+        }
     }
 
     /// Waits until the debug log has written what the plugins logged so far.
@@ -140,7 +135,7 @@ impl Loader {
             )
         }));
         let pre = match source.code {
-            Code::EmbeddedLua => guest::lua_pre(&self.engine, &self.cache, self.linker).await,
+            Code::EmbeddedLua => self.engine.lua_guest(&self.cache).await,
             Code::Component { bytes, digest } => {
                 let what = format!("plugin {}", file.display_name());
                 self.component_pre(bytes, digest, what).await
@@ -188,7 +183,7 @@ impl Loader {
         let (engine, cache) = (self.engine.clone(), self.cache.clone());
         let component = tokio::task::spawn_blocking(move || {
             cache
-                .component(&engine, &bytes, Some(&digest), &what)
+                .component(engine.wasmtime(), &bytes, Some(&digest), &what)
                 .map_err(|error| CodeError::NotAComponent(format!("{error:#}")))
         })
         .await
@@ -196,13 +191,13 @@ impl Loader {
             what: "compiling",
             reason: error.to_string(),
         })??;
-        sandbox::link(self.linker, &component)
+        self.engine.link(&component)
     }
 }
 
 /// Plugin files up to this size are read on the loading thread: reading a few KiB costs
-/// less than handing the read to the blocking pool and back, two thread wake-ups that
-/// took 30-90 µs of a 230 µs plugin load on the benchmark machine.
+/// less than handing the read to the blocking pool and back, two thread wake-ups
+/// (docs/performance.md).
 const READ_INLINE_MAX_BYTES: u64 = 64 * 1024;
 
 /// Whether `path` is a regular file small enough to read without leaving the async

@@ -55,8 +55,8 @@ struct Shared {
     queued_starts: Arc<AtomicUsize>,
     /// The actor's commands: none until the plugin's first call starts the actor.
     /// Spawning a task from outside the runtime's worker threads wakes an idle worker
-    /// (about a third of a plugin load on the benchmark machine), and the actor's two
-    /// channels take about 5 KiB: a plugin that is never called needs neither.
+    /// (a large part of a plugin load), and the actor's two channels take memory
+    /// (docs/performance.md): a plugin that is never called needs neither.
     commands: Mutex<Option<UnboundedSender<Command>>>,
     /// The runtime the plugin was loaded on: its actor runs there, and so do steps
     /// started on threads outside it.

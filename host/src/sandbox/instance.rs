@@ -8,7 +8,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{ComponentExportIndex, InstancePre, TypedFunc};
-use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+use wasmtime::{Store, Trap};
 
 use super::PluginContext;
 use super::ops::Operations;
@@ -17,6 +17,11 @@ use crate::bindings::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSp
 use crate::clock;
 use crate::limits::format_bytes;
 use crate::outcome::CrashCause;
+
+/// How much fuel running plugin code burns between two yields to the async executor,
+/// where its hard deadline is checked: a few milliseconds of Lua. Each yield wakes an
+/// idle tokio worker, so yields are kept that rare (docs/performance.md).
+const FUEL_YIELD_INTERVAL: u64 = 50_000_000;
 
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
@@ -79,7 +84,7 @@ impl PluginPre {
         Ok(PluginPre { world, lua_memory })
     }
 
-    fn engine(&self) -> &Engine {
+    fn engine(&self) -> &wasmtime::Engine {
         match &self.world {
             WorldPre::Current(pre) => pre.engine(),
             WorldPre::V0_1(pre) => pre.engine(),
@@ -255,7 +260,7 @@ pub enum Step {
     TimedOut,
 }
 
-/// A step overran its hard deadline (seen at a fuel yield or an epoch tick).
+/// A step overran its hard deadline (seen at a fuel yield).
 #[derive(Debug)]
 struct HardDeadline;
 
@@ -294,25 +299,16 @@ impl Instance {
         let limits = &context.grants.limits;
         let mut store = Store::new(pre.engine(), StoreState::new(context.clone()));
         store.limiter(|state| &mut state.cap);
-        let engine = crate::engine::options();
-        if engine.fuel {
+        // Fuel can be read only where the engine meters it.
+        if store.get_fuel().is_ok() {
             store
-                .fuel_async_yield_interval(Some(crate::engine::FUEL_YIELD_INTERVAL))
+                .fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL))
                 .map_err(|error| {
                     LoadFailure::Crashed(Crash::new(CrashCause::Trap, format!("{error:#}")))
                 })?;
         }
-        if engine.epoch {
-            store.epoch_deadline_callback(|store| {
-                if Instant::now() >= store.data().hard_deadline {
-                    Err(wasmtime::Error::new(HardDeadline))
-                } else {
-                    Ok(UpdateDeadline::Yield(1))
-                }
-            });
-        }
         let hard_deadline = Instant::now() + limits.load_timeout + limits.deadline_grace;
-        arm(&mut store, limits.fuel, hard_deadline);
+        refuel(&mut store, limits.fuel);
         let (guest, lua_memory) = until(hard_deadline, pre.instantiate(&mut store))
             .await
             .map_err(|error| LoadFailure::Crashed(crash_reason(&store, &error, 0)))?;
@@ -413,7 +409,7 @@ impl Instance {
         let limits = &self.store.data().plugin.grants.limits;
         let mut fuel = limits.fuel;
         let hard_deadline = Instant::now() + limits.deadline_grace;
-        arm(&mut self.store, fuel, hard_deadline);
+        refuel(&mut self.store, fuel);
         self.refusals_before_step = self.store.data().cap.refusals();
         let result = until(hard_deadline, lua_memory.call_async(&mut self.store, ())).await;
         let (lua,) = self.finish(result, &mut fuel)?;
@@ -438,7 +434,7 @@ impl Instance {
     /// the hard deadline (the deadline plus the grace period).
     fn prepare(&mut self, call: u64, fuel: u64, deadline: Instant) -> Instant {
         let hard_deadline = deadline + self.store.data().plugin.grants.limits.deadline_grace;
-        arm(&mut self.store, fuel, hard_deadline);
+        refuel(&mut self.store, fuel);
         let state = self.store.data_mut();
         state.running = Some(call);
         state.timeout_note = None;
@@ -492,18 +488,15 @@ impl Instance {
     }
 }
 
-/// Arms the backstops for the next step: the fuel it may burn and the instant after
-/// which it is stopped.
-fn arm(store: &mut Store<StoreState>, fuel: u64, hard_deadline: Instant) {
+/// Gives the next step the fuel it may burn (its hard deadline is `until`'s).
+fn refuel(store: &mut Store<StoreState>, fuel: u64) {
     // Fuel is only unavailable when metering is off (benchmarks can turn it off).
     let _ = store.set_fuel(fuel);
-    store.data_mut().hard_deadline = hard_deadline;
-    store.set_epoch_deadline(1);
 }
 
 /// Runs one step of plugin code, stopping it at `hard_deadline`. Running wasm yields
-/// to the executor every `engine::FUEL_YIELD_INTERVAL` units of fuel (or at epoch
-/// ticks, when those stand in); each time, the deadline is checked. A step stopped
+/// to the executor every `FUEL_YIELD_INTERVAL` units of fuel; each time, the
+/// deadline is checked. A step stopped
 /// this way is dropped mid-flight, which unwinds its fiber: the instance is then
 /// replaced, as after any trap.
 async fn until<R>(

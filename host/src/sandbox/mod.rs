@@ -27,7 +27,6 @@ mod turns;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 pub use actor::{PluginHandle, spawn_plugin};
@@ -43,17 +42,11 @@ use interrupts::Interrupts;
 use log::PluginLog;
 
 /// The linker every plugin is instantiated with: WASI (empty, see `StoreState::new`)
-/// and the toolcell host services. Built once per process.
-pub fn linker(engine: &Engine) -> Result<&'static Linker<StoreState>, String> {
-    static LINKER: OnceLock<Result<Linker<StoreState>, String>> = OnceLock::new();
-    LINKER
-        .get_or_init(|| {
-            let mut linker = Linker::new(engine);
-            state::add_to_linker(&mut linker).map_err(|error| format!("{error:#}"))?;
-            Ok(linker)
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+/// and the toolcell host services. The engine (`crate::engine`) makes one and keeps it.
+pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<StoreState>> {
+    let mut linker = Linker::new(engine);
+    state::add_to_linker(&mut linker)?;
+    Ok(linker)
 }
 
 /// Why a plugin's code cannot run: it does not compile, or does not fit the plugin

@@ -2,7 +2,7 @@
 //! plugin imports.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -27,9 +27,6 @@ pub struct StoreState {
     pub(super) plugin: Arc<PluginContext>,
     /// The plugin's pending operations.
     pub(super) ops: Operations,
-    /// The step running now must end by this instant, or it is stopped (at a fuel yield,
-    /// or at an epoch tick when epoch interruption stands in for fuel yields).
-    pub(super) hard_deadline: Instant,
     /// The call whose step runs now (none while the plugin loads).
     pub(super) running: Option<u64>,
     /// What the guest said was running when it stopped the step (`timeout-note`).
@@ -55,7 +52,6 @@ impl StoreState {
             cap,
             plugin,
             ops,
-            hard_deadline: Instant::now(),
             running: None,
             timeout_note: None,
         }

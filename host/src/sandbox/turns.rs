@@ -5,8 +5,8 @@
 //! memory image, the heap its load grows). While another thread of the process runs on
 //! another core, every copy-on-write fault on a page the kernel had already mapped
 //! read-only flushes that core's TLB by an inter-processor interrupt, which a VM makes
-//! expensive. On the 2-core benchmark machine 1000 plugins loaded in 0.28-0.31 s from
-//! parallel load tasks and in 0.18 s taking turns (`toolcell-bench probe load-1000`).
+//! expensive: many plugins load markedly faster taking turns than from parallel load
+//! tasks (docs/performance.md).
 //!
 //! A turn is short: a creation still running after `TURN` gives it up at its next
 //! yield to the executor (fuel yields come every few milliseconds of running code) and

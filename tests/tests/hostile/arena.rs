@@ -18,11 +18,12 @@ use std::time::Duration;
 use tempfile::TempDir;
 use toolcell::artifact::Artifact;
 use toolcell::cache::CodeCache;
+use toolcell::engine::Options;
 use toolcell::http::HostGrant;
 use toolcell::limits::MIB;
 use toolcell::manifest::{MANIFEST_SECTION, Manifest};
 use toolcell::results::ResultStore;
-use toolcell::{Call, CallOutcome, Runtime, Severity};
+use toolcell::{Call, CallOutcome, Engine, Runtime, Severity};
 use toolcell_tests::Form;
 use toolcell_tests::http_server::TestServer;
 
@@ -254,17 +255,11 @@ fn run_in_child(attack: &Attack) -> Result<(), Failure> {
     let arena = Arena::new(attack.layout);
     install_plugin(attack, Form::Lua, &arena.plugins())?;
     let before = arena.snapshot();
-    // The child's HOME differs: give it this process's cache, wherever HOME put it.
-    let cache = CodeCache::from_env();
-    let cache = cache
-        .dir()
-        .map_or("off".into(), |dir| dir.as_os_str().to_owned());
     let exe = std::env::current_exe().map_err(|error| format!("own path: {error}"))?;
     let output = std::process::Command::new(exe)
         .args(["--exact", &format!("{}::{}", attack.category, attack.name)])
         .env(CHILD_ARENA, &arena.base)
         .env("HOME", arena.root())
-        .env("TOOLCELL_CACHE_DIR", cache)
         .current_dir(arena.root())
         .output()
         .map_err(|error| format!("cannot run the child process: {error}"))?;
@@ -289,13 +284,14 @@ fn run_in_child(attack: &Attack) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A real entry in the cache at `dir` (compiled from an empty component), with its
-/// key; returns the entry's file name.
-fn cache_entry(dir: &Path) -> Result<String, String> {
-    let engine = toolcell::engine::shared()?;
+/// A real entry in `engine`'s cache (compiled from an empty component), with its key;
+/// returns the entry's file name.
+fn cache_entry(engine: &Engine) -> Result<String, String> {
+    let dir = engine.cache().dir().ok_or("the engine has no cache")?;
     let wasm = wat::parse_str("(component)").map_err(|error| error.to_string())?;
-    CodeCache::new(Some(dir.to_path_buf()))
-        .component(engine, &wasm, None, "an empty component")
+    engine
+        .cache()
+        .component(engine.wasmtime(), &wasm, None, "an empty component")
         .map_err(|error| format!("{error:#}"))?;
     std::fs::read_dir(dir)
         .map_err(|error| error.to_string())?
@@ -333,10 +329,21 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         pairs.push(("{port}", server.port().to_string()));
     }
     pairs.push(("{plugins}", arena.plugins().display().to_string()));
-    if let Some(cache) = arena.cache() {
-        pairs.push(("{entry}", cache_entry(&cache)?));
-        pairs.push(("{cache}", cache.display().to_string()));
-    }
+    // An attack on a cache inside the root needs an engine keeping its code there.
+    let engine = match arena.cache() {
+        Some(cache) => {
+            let engine = Engine::new(Options {
+                cache: CodeCache::new(Some(cache.clone())),
+                pooling: false,
+                ..Options::default()
+            })
+            .map_err(|error| error.to_string())?;
+            pairs.push(("{entry}", cache_entry(&engine)?));
+            pairs.push(("{cache}", cache.display().to_string()));
+            engine
+        }
+        None => toolcell_tests::engine(),
+    };
     let placeholders = Placeholders { pairs };
     let file = install_plugin(attack, form, &arena.plugins())?;
     for setup in &attack.setup {
@@ -345,6 +352,7 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
     let before = arena.snapshot();
 
     let mut builder = Runtime::builder()
+        .engine(engine)
         .plugin_dir(arena.plugins())
         .debug_log(attack.logged.then(|| arena.log()))
         .result_store(Some(ResultStore::new(arena.results(), 100 * MIB)))
@@ -352,9 +360,6 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         .http_overrides(attack.net.overrides.clone());
     if let Some(root) = arena.given_root() {
         builder = builder.root(root);
-    }
-    if let Some(cache) = arena.cache() {
-        builder = builder.cache(CodeCache::new(Some(cache)));
     }
     if attack.net.grant_loopback {
         builder = builder.allow_http("127.0.0.1".parse::<HostGrant>().expect("grant"));
