@@ -15,8 +15,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use wasmtime::component::Component;
 
-use super::{PluginContext, PluginHandle, PluginPre, SharedServices, link, linker, spawn_plugin};
+use super::{PluginContext, PluginHandle, PluginPre, SharedServices, spawn_plugin};
 use crate::config::Config;
+use crate::engine::{Engine, Options};
 use crate::files::Files;
 use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::limits::Limits;
@@ -40,10 +41,10 @@ const HANG_LIMIT: Duration = Duration::from_secs(30);
 fn scripted_pre() -> PluginPre {
     static PRE: std::sync::OnceLock<PluginPre> = std::sync::OnceLock::new();
     PRE.get_or_init(|| {
-        let engine = crate::engine::shared().expect("the engine");
+        let engine = Engine::new(Options::default()).expect("the engine");
         let text = SHELL.replace(";; @MAIN@", SCRIPTED);
-        let component = Component::new(engine, text).expect("the test plugin compiles");
-        link(linker(engine).expect("the linker"), &component).expect("the test plugin links")
+        let component = Component::new(engine.wasmtime(), text).expect("the test plugin compiles");
+        engine.link(&component).expect("the test plugin links")
     })
     .clone()
 }
