@@ -4,6 +4,7 @@
 //! handle (a queued call, a wait, a trap, a loop, a memory grab).
 
 mod actor;
+mod files;
 mod instance;
 mod supervisor;
 
@@ -49,7 +50,26 @@ fn scripted_pre() -> PluginPre {
     .clone()
 }
 
-/// A loaded instance of the test plugin, running under `limits`.
+/// The context of plugin [`NAME`] (a `.lua` plugin's default manifest, which asks for
+/// everything) under a policy of `limits` and `command_line`, with the file root `files`.
+fn context(limits: Limits, command_line: CommandLine, files: Files) -> Arc<PluginContext> {
+    let policy = CapabilityPolicy::new(limits, Config::default(), command_line);
+    let grants = policy.grant(&Manifest::clm_default(NAME));
+    let services = SharedServices {
+        tool_config: Arc::new(HashMap::new()),
+        files,
+        debug_log: None,
+        log_listener: None,
+    };
+    Arc::new(PluginContext::new(
+        NAME.to_string(),
+        None,
+        grants,
+        &services,
+    ))
+}
+
+/// A loaded instance of the test plugin.
 struct Plugin {
     handle: PluginHandle,
     next_call: AtomicU64,
@@ -63,16 +83,9 @@ impl Plugin {
 
     /// Loads the test plugin under `limits`.
     async fn load_with(limits: Limits) -> Plugin {
-        let policy = CapabilityPolicy::new(limits, Config::default(), CommandLine::default());
-        let grants = policy.grant(&Manifest::clm_default(NAME));
-        let services = SharedServices {
-            tool_config: Arc::new(HashMap::new()),
-            files: Files::Refused("no file root in these tests".into()),
-            debug_log: None,
-            log_listener: None,
-        };
-        let context = PluginContext::new(NAME.to_string(), None, grants, &services);
-        let (handle, specs) = spawn_plugin(Arc::new(context), scripted_pre())
+        let files = Files::Refused("no file root in these tests".into());
+        let context = context(limits, CommandLine::default(), files);
+        let (handle, specs) = spawn_plugin(context, scripted_pre())
             .await
             .unwrap_or_else(|failure| panic!("the test plugin loads: {failure}"));
         let names: Vec<&str> = specs.iter().map(|spec| spec.name.as_str()).collect();
