@@ -91,7 +91,7 @@ struct PluginArgs {
     /// A directory of plugins (*.lua, *.wasm); repeatable. Default: ~/.config/toolcell/plugins
     #[arg(long = "plugins", value_name = "DIR")]
     plugins: Vec<PathBuf>,
-    /// A TOML configuration file ([tools.NAME] tables become clm.config; see the README).
+    /// A TOML configuration file ([tools.NAME] tables become clm.config; see docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The only directory tree clm.read_file / clm.write_file may touch. Default: the

@@ -13,7 +13,7 @@
 //!   (`--format openai|anthropic|mcp` for each provider's).
 //! * Arguments that fail the tool's `params_schema` are a usage error; the tool never runs.
 //! * `--config`, `--root`, `CLM_DEBUG_LOG`/`TOOLCELL_DEBUG_LOG` and `--allow-http`
-//!   behave as clm-tool(5) and the toolcell README describe.
+//!   behave as clm-tool(5) and docs/cli.md and docs/capabilities.md describe.
 //!
 //! One module per subcommand or concern; `support` runs the binary and holds what
 //! several modules share.
