@@ -3,6 +3,12 @@
 //! ```toml
 //! [tools.weather]            # becomes clm.config in the plugin whose id (for a .lua
 //! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
+//! description = "..."        # also what the model reads about tool `weather` (a name,
+//!                            # path or alias), instead of the plugin's description
+//!
+//! [aliases]                  # the model sees (and calls) a tool under these names
+//! read_note = "acme/notes/note_read"   # a tool path, or a name
+//! get_note = "acme/notes/note_read"
 //!
 //! [limits]                   # every plugin (all keys optional)
 //! memory_mib = 8
@@ -24,6 +30,7 @@
 //!                            # this file's directory)
 //!
 //! [output]                   # what the model sees (see `output`; all keys optional)
+//! untrusted = "envelope"     # or "plain" (the default); see `envelope`
 //! max_lines = 2000
 //! max_bytes = 51200
 //! max_description_bytes = 4096
@@ -44,6 +51,7 @@
 //! access = "read-only"
 //! [plugins.weather.output]
 //! max_bytes = 102400
+//! untrusted = "plain"        # a trusted plugin's output stays plain
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -52,20 +60,28 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::envelope::{OutputPolicy, UntrustedOutput};
 use crate::files::FileAccess;
 use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::manifest::check_id;
+use crate::names::split_path;
 use crate::output::{self, OutputLimits};
 use crate::results::{self, ResultStore};
+use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 use crate::signature::TrustPolicy;
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// `[tools.NAME]`: each plugin's `clm.config`.
+    /// `[tools.NAME]`: each plugin's `clm.config`; a `description` there is also what
+    /// the model reads about tool NAME.
     #[serde(default)]
     pub tools: BTreeMap<String, toml::Table>,
+    /// `[aliases]`: ALIAS = "TOOL" (a path or a name); the model sees the tool as ALIAS.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
     /// `[limits]` for every plugin.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -158,10 +174,13 @@ pub struct HttpSection {
     pub max_redirects: Option<usize>,
 }
 
-/// `[output]`: the output policy (see `output`) and the result store (`results`).
+/// `[output]`: the output policy (see `output`), the result store (`results`), and
+/// the envelope of untrusted output (see `envelope`).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSection {
+    /// Whether output is enveloped as untrusted; plain when absent.
+    pub untrusted: Option<UntrustedOutput>,
     /// The most lines of a result the model sees.
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
@@ -178,8 +197,8 @@ pub struct OutputSection {
     pub tools: BTreeMap<String, OutputLimitsSection>,
 }
 
-/// The output limits of one plugin (`[plugins.ID.output]`) or tool
-/// (`[output.tools.NAME]`).
+/// The output limits of one tool (`[output.tools.NAME]`), or of a plugin or every
+/// tool as a layer under it.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputLimitsSection {
@@ -204,10 +223,41 @@ pub struct PluginSection {
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
     pub files: PluginFilesSection,
-    /// Output limits for this plugin's tools, over `[output]`.
+    /// Output limits for this plugin's tools, and whether its output is enveloped,
+    /// over `[output]`.
     #[serde(default)]
-    pub output: OutputLimitsSection,
+    pub output: PluginOutputSection,
 }
+
+/// `[plugins.ID.output]`: one plugin's output limits, and whether its output is
+/// enveloped as untrusted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginOutputSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+    /// Whether this plugin's output is enveloped as untrusted, over `[output]`.
+    pub untrusted: Option<UntrustedOutput>,
+}
+
+impl PluginOutputSection {
+    /// Its output limits.
+    fn limits(&self) -> OutputLimitsSection {
+        OutputLimitsSection {
+            max_lines: self.max_lines,
+            max_bytes: self.max_bytes,
+            max_description_bytes: self.max_description_bytes,
+        }
+    }
+}
+
+/// The key of `[tools.NAME]` the host reads as the tool's description; the plugin
+/// still finds it in `clm.config` with the rest of the table.
+const DESCRIPTION_KEY: &str = "description";
 
 /// An `allow` entry of an `[http]` section that is not a host grant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -268,7 +318,60 @@ impl Config {
                 .policy(&[])
                 .map_err(|error| ConfigError(format!("[plugins.{name}.http] {error}")))?;
         }
+        for (alias, target) in &config.aliases {
+            if !is_valid_tool_name(alias) {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias:?} is not a valid tool name (use 1 to {MAX_TOOL_NAME} \
+                     letters, digits, '_' or '-')"
+                )));
+            }
+            let target_ok = match split_path(target) {
+                Some((id, tool)) => check_id(id).is_ok() && is_valid_tool_name(tool),
+                None => is_valid_tool_name(target),
+            };
+            if !target_ok {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias} = {target:?} names no tool: give a tool path \
+                     (PLUGIN-ID/TOOL) or a tool name"
+                )));
+            }
+        }
+        for (name, table) in &config.tools {
+            if let Some(description) = table.get(DESCRIPTION_KEY)
+                && !description.is_str()
+            {
+                return Err(ConfigError(format!(
+                    "[tools.{name}] description must be a string (what the model reads \
+                     about the tool), got a {}",
+                    description.type_str()
+                )));
+            }
+        }
         Ok(config)
+    }
+
+    /// The descriptions `[tools.NAME] description` gives, by NAME.
+    pub fn tool_descriptions(&self) -> HashMap<String, String> {
+        self.tools
+            .iter()
+            .filter_map(|(name, table)| {
+                let description = table.get(DESCRIPTION_KEY)?.as_str()?;
+                Some((name.clone(), description.to_string()))
+            })
+            .collect()
+    }
+
+    /// Which plugins' output is enveloped: `mode` (the command line) over `[output]`,
+    /// then each plugin's own `[plugins.ID.output]` over both.
+    pub fn untrusted_policy(&self, mode: Option<UntrustedOutput>) -> OutputPolicy {
+        OutputPolicy {
+            mode: mode.or(self.output.untrusted).unwrap_or_default(),
+            plugins: self
+                .plugins
+                .iter()
+                .filter_map(|(id, plugin)| Some((id.clone(), plugin.output.untrusted?)))
+                .collect(),
+        }
     }
 
     /// Each `[tools.NAME]` table as JSON object text, as plugins receive it.
@@ -296,7 +399,7 @@ impl Config {
             self.output.tools.get(tool).cloned().unwrap_or_default(),
             self.plugins
                 .get(plugin)
-                .map(|section| section.output.clone())
+                .map(|section| section.output.limits())
                 .unwrap_or_default(),
             global,
         ]

@@ -157,6 +157,32 @@ impl CallOutcome {
         }
     }
 
+    /// The same outcome with its text (the output, or the failure's message) passed
+    /// through `change`.
+    pub(crate) fn map_text(self, change: impl FnOnce(String) -> String) -> CallOutcome {
+        match self {
+            CallOutcome::Completed(output) => CallOutcome::Completed(change(output)),
+            CallOutcome::Failed(message) => CallOutcome::Failed(change(message)),
+            CallOutcome::BrokeRule(message) => CallOutcome::BrokeRule(change(message)),
+            CallOutcome::TimedOut(message) => CallOutcome::TimedOut(change(message)),
+            CallOutcome::OutOfMemory(message) => CallOutcome::OutOfMemory(change(message)),
+            CallOutcome::Crashed {
+                message,
+                cause,
+                fate,
+                during_another_call,
+            } => CallOutcome::Crashed {
+                message: change(message),
+                cause,
+                fate,
+                during_another_call,
+            },
+            CallOutcome::Disabled(message) => CallOutcome::Disabled(change(message)),
+            CallOutcome::Cancelled(message) => CallOutcome::Cancelled(change(message)),
+            CallOutcome::Stopped(message) => CallOutcome::Stopped(change(message)),
+        }
+    }
+
     /// The text the model sees: the output, or `[tool failed: MESSAGE]`.
     pub fn model_text(&self) -> String {
         self.to_model_text().into_owned()

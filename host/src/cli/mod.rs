@@ -26,10 +26,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::atomic_file::{Readers, write_atomically};
 use crate::config::{Config, HttpSection};
 use crate::engine::Options;
+use crate::envelope::UntrustedOutput;
 use crate::files::FileAccess;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
-use crate::{Runtime, RuntimeBuilder};
+use crate::{Runtime, RuntimeBuilder, Scope, Session};
 
 /// Exit code of a usage error.
 const USAGE: u8 = 2;
@@ -185,6 +186,58 @@ impl PluginArgs {
                 .map_err(|error| format!("--require-sha256: {error}"))?;
         }
         Ok(builder.pins(pins))
+    }
+}
+
+/// Which tools a model sees: shared by `call`, `list` and `serve`.
+#[derive(Args, Debug)]
+struct ScopeArgs {
+    /// Only the tools GLOB matches: names, aliases or PLUGIN-ID/TOOL paths (`*` stays
+    /// within a path segment, `**` crosses them); `!GLOB` removes. Repeatable, read in
+    /// order. Default: every tool
+    #[arg(long = "tools", value_name = "GLOB")]
+    tools: Vec<String>,
+}
+
+impl ScopeArgs {
+    /// The scope the arguments give. Errors are usage errors.
+    fn scope(&self) -> Result<Scope, String> {
+        Scope::parse(self.tools.iter().map(String::as_str))
+            .map_err(|error| format!("--tools: {error}"))
+    }
+
+    /// A session of `runtime` with this scope; a glob that matches no tool is a
+    /// warning that names it.
+    fn session(&self, runtime: &Runtime) -> Result<Session, String> {
+        let session = Session::new().with_scope(self.scope()?);
+        warn_unmatched(&session, runtime);
+        Ok(session)
+    }
+}
+
+/// Warns about each glob of `session`'s scope that matches no tool of `runtime`.
+fn warn_unmatched(session: &Session, runtime: &Runtime) {
+    for glob in session.unmatched_globs(runtime) {
+        tracing::warn!("--tools {glob} matches no tool");
+    }
+}
+
+/// How untrusted output reaches the model: shared by `call` and `serve`.
+#[derive(Args, Debug)]
+struct OutputArgs {
+    /// How the output of plugins not exempt in the config reaches the model: plain, or
+    /// inside <untrusted_output_NONCE> tags [default: the config's [output] untrusted,
+    /// else plain]
+    #[arg(long, value_name = "MODE")]
+    untrusted_output: Option<UntrustedOutput>,
+}
+
+impl OutputArgs {
+    fn apply(&self, builder: RuntimeBuilder) -> RuntimeBuilder {
+        match self.untrusted_output {
+            Some(mode) => builder.untrusted_output(mode),
+            None => builder,
+        }
     }
 }
 

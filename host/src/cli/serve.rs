@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{PluginArgs, usage_error};
+use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error, warn_unmatched};
 use crate::mcp::{self, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared};
-use crate::{Runtime, RuntimeBuilder, reload};
+use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
 /// Kubernetes gives a pod by default, with room for the rest of the exit.
@@ -26,6 +26,10 @@ const MIN_TOKEN_CHARS: usize = 16;
 pub(super) struct ServeArgs {
     #[command(flatten)]
     plugins: PluginArgs,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Serve streamable HTTP at IP:PORT (endpoint /mcp; port 0 picks a free port)
     /// instead of stdio. Loopback addresses only, unless --allow-remote.
     #[arg(long, value_name = "IP:PORT")]
@@ -81,7 +85,11 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
     let builder = match args.plugins.builder(&[]) {
-        Ok(builder) => builder.log_listener(logs.clone()),
+        Ok(builder) => args.output.apply(builder).log_listener(logs.clone()),
+        Err(message) => return usage_error(&message),
+    };
+    let scope = match args.scope.scope() {
+        Ok(scope) => scope,
         Err(message) => return usage_error(&message),
     };
     let options = ServeOptions {
@@ -97,12 +105,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
                     max_sessions: args.max_sessions,
                     token,
                 };
-                serve_http(builder, logs, options, addr, http, grace).await
+                serve_http(builder, logs, options, scope, addr, http, grace).await
             }
             None => {
                 let tools = builder.build().await.map_err(|error| error.to_string())?;
+                warn_unmatched(&Session::new().with_scope(scope.clone()), &tools);
                 let tools = Arc::new(RwLock::new(tools));
-                let shared = Shared::new(tools.clone(), logs, options, Lifecycle::new());
+                let shared =
+                    Shared::new(tools.clone(), logs, options, Lifecycle::new()).with_scope(scope);
                 let _watcher = watch(args.watch, &tools, &shared, None)?;
                 mcp::serve_stdio(shared).await
             }
@@ -169,6 +179,7 @@ async fn serve_http(
     builder: RuntimeBuilder,
     logs: Arc<LogRouter>,
     options: ServeOptions,
+    scope: Scope,
     addr: SocketAddr,
     http: HttpOptions,
     grace: Duration,
@@ -198,8 +209,9 @@ async fn serve_http(
         // Nothing is in flight before the plugins are loaded.
         () = &mut signal => return Ok(()),
     };
+    warn_unmatched(&Session::new().with_scope(scope.clone()), &tools);
     let tools = Arc::new(RwLock::new(tools));
-    let shared = Shared::new(tools.clone(), logs, options, lifecycle.clone());
+    let shared = Shared::new(tools.clone(), logs, options, lifecycle.clone()).with_scope(scope);
     let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
     server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);

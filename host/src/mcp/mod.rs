@@ -39,7 +39,7 @@ pub use lifecycle::Lifecycle;
 pub use logging::LogRouter;
 pub use stdio::serve_stdio;
 
-use crate::Runtime;
+use crate::{Runtime, Scope};
 
 /// The name of the built-in tool of `--bench-floor-tool`: it answers at once without
 /// entering a sandbox, so that a benchmark can measure the protocol's own round trip.
@@ -54,6 +54,8 @@ pub struct Shared {
     shutdown: CancellationToken,
     lifecycle: Lifecycle,
     options: ServeOptions,
+    /// The scope every session starts with (`serve --tools`).
+    scope: Scope,
 }
 
 /// How the server behaves beyond what the runtime decides.
@@ -83,7 +85,14 @@ impl Shared {
             shutdown: CancellationToken::new(),
             lifecycle,
             options,
+            scope: Scope::all(),
         }
+    }
+
+    /// Every session sees `scope` (`serve --tools`).
+    pub fn with_scope(mut self, scope: Scope) -> Shared {
+        self.scope = scope;
+        self
     }
 
     /// Tells every session that the tool list changed.

@@ -1,7 +1,7 @@
 //! Configuring and loading a [`Runtime`]: where plugins come from, what the user's
 //! policy allows them, and the first load of every plugin file.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::engine::{Engine, EngineError, Options};
+use crate::envelope::{Envelope, UntrustedOutput};
 use crate::files::{FileAccess, FileRoot, Files, RootError};
 use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
@@ -28,6 +29,7 @@ use crate::trusted::{self, TrustedPaths};
 use super::Runtime;
 use super::loader::{Loader, Policy};
 use super::plugin::{Plugin, PluginDirs};
+use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -68,6 +70,8 @@ pub struct RuntimeBuilder {
     debug_log: Option<PathBuf>,
     engine: Option<Engine>,
     log_listener: Option<Arc<dyn LogListener>>,
+    reserved: HashSet<String>,
+    untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
 }
@@ -151,6 +155,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps `names` for the embedder's own tools (clm-tool(5): a name is unique across
+    /// plugins *and* built-in tools): a plugin tool registered under one of them is
+    /// reported (`tool_collision`) and answers only to its path.
+    pub fn reserve_tool_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.reserved.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// How the output of plugins that are not trusted reaches the model, over the
+    /// configuration's `[output] untrusted` (`--untrusted-output`); a plugin's own
+    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::envelope`]).
+    pub fn untrusted_output(mut self, mode: UntrustedOutput) -> Self {
+        self.untrusted_output = Some(mode);
+        self
+    }
+
     /// The engine plugins run on, with its compiled-code cache. Give clones of one
     /// engine to several builders to share compiled code, the instance pool and the
     /// linked Lua guest. Default: a new engine with [`Options::default`] (no cache).
@@ -216,6 +240,21 @@ impl RuntimeBuilder {
         }
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
+        let naming = Naming {
+            aliases: self
+                .config
+                .aliases
+                .iter()
+                .map(|(alias, target)| (alias.clone(), target.clone()))
+                .collect(),
+            reserved: self.reserved,
+            config_file: self
+                .config
+                .path()
+                .map_or_else(|| PathBuf::from("(config)"), Path::to_path_buf),
+        };
+        let descriptions = self.config.tool_descriptions();
+        let untrusted = self.config.untrusted_policy(self.untrusted_output);
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
@@ -249,7 +288,11 @@ impl RuntimeBuilder {
             infos: Vec::new(),
             tools: Vec::new(),
             entries: Vec::new(),
-            by_name: HashMap::new(),
+            names: Names::default(),
+            naming,
+            descriptions,
+            untrusted,
+            envelope: Envelope::fresh(),
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),

@@ -26,6 +26,7 @@ use super::ops::{CallId, OpEvent};
 use super::supervisor::{CallRequest, Supervisor};
 use crate::bindings::ToolSpec;
 use crate::outcome::CallOutcome;
+use crate::progress::ProgressSender;
 
 enum Command {
     Start(CallRequest),
@@ -70,7 +71,8 @@ impl PluginHandle {
     }
 
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
-    /// plugin's default); the receiver yields its outcome. When the plugin is idle,
+    /// plugin's default) and whose progress goes to `progress`; the receiver yields
+    /// its outcome. When the plugin is idle,
     /// the call's first step runs before this returns (at most until running code
     /// first yields, a few milliseconds).
     pub fn start(
@@ -79,6 +81,7 @@ impl PluginHandle {
         tool: &str,
         args: String,
         timeout: Option<Duration>,
+        progress: ProgressSender,
     ) -> oneshot::Receiver<CallOutcome> {
         let (reply, outcome) = oneshot::channel();
         let request = CallRequest {
@@ -87,6 +90,7 @@ impl PluginHandle {
             args,
             timeout,
             reply,
+            progress,
         };
         let Err(request) = self.run_here(request) else {
             return outcome;

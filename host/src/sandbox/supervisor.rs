@@ -19,6 +19,7 @@ use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
+use crate::progress::ProgressSender;
 
 /// A call to start: what the caller asked for and where its outcome goes.
 pub struct CallRequest {
@@ -32,6 +33,8 @@ pub struct CallRequest {
     pub timeout: Option<Duration>,
     /// Receives the outcome.
     pub reply: oneshot::Sender<CallOutcome>,
+    /// Receives the progress the plugin reports.
+    pub progress: ProgressSender,
 }
 
 /// A call in flight, as the host sees it.
@@ -116,6 +119,7 @@ impl Supervisor {
             args,
             timeout,
             reply,
+            progress,
         } = request;
         if let Some(reason) = &self.disabled {
             let _ = reply.send(CallOutcome::Disabled(reason.clone()));
@@ -146,7 +150,7 @@ impl Supervisor {
         let deadline = Instant::now() + timeout;
         let mut fuel = self.context.grants.limits.fuel;
         let state = instance
-            .start(call, &tool, &args, deadline, &mut fuel)
+            .start(call, &tool, &args, progress, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
             log: LogEnd {

@@ -158,11 +158,14 @@ clm.tool_register("internal", { description = "hidden", hidden = true, invoke = 
             json!({ "name": "bare", "input_schema": empty }),
         ]
     );
+    // A .lua without a manifest may write files and reach any host (clm's defaults).
+    let annotations =
+        json!({ "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true });
     assert_eq!(
         list("mcp"),
         vec![
-            json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema }),
-            json!({ "name": "bare", "description": "bare", "inputSchema": empty }),
+            json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema, "annotations": annotations }),
+            json!({ "name": "bare", "description": "bare", "inputSchema": empty, "annotations": annotations }),
         ]
     );
     let (_, json_output) = list_json(

@@ -206,11 +206,16 @@ fn a_colliding_tool_name_in_one_directory_keeps_the_first_file_by_name() {
     output.assert_completed("from a_early");
     output.assert_stderr_line(&["same", "a_early", "b_late"]);
 
+    // The second stays reachable by its path, and models see it under the path's
+    // wire name.
+    call(plugins.path(), "b_late/same", None).assert_completed("from b_late");
     let (_, functions) = list_json(
         toolcell()
             .args(["list", "--json", "--plugins"])
             .arg(plugins.path()),
     );
-    assert_eq!(functions.len(), 1, "a name is listed once");
+    assert_eq!(function_names(&functions), ["same", "b_late__same"]);
     assert_eq!(functions[0]["function"]["description"], "from from a_early");
+    assert_eq!(functions[1]["function"]["description"], "from from b_late");
+    call(plugins.path(), "b_late__same", None).assert_completed("from b_late");
 }

@@ -110,10 +110,12 @@ impl Plugin {
         timeout: Option<Duration>,
     ) -> (u64, oneshot::Receiver<CallOutcome>) {
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
-        (
-            call,
-            self.handle.start(call, tool, args.to_string(), timeout),
-        )
+        // The plugin reports no progress: nobody needs to listen.
+        let (progress, _) = crate::progress::channel();
+        let outcome = self
+            .handle
+            .start(call, tool, args.to_string(), timeout, progress);
+        (call, outcome)
     }
 
     /// Calls `tool` with `args` and waits for the outcome.

@@ -17,20 +17,20 @@
   (import "env" "timer-start" (func $timer-start (param i64 i64 i32)))
   (global $journal-len (mut i32) (i32.const 0))
   (global $count (mut i32) (i32.const 0))
-  ;; Ten specs of 40 bytes from 128: the name's pointer and length, the rest zero
-  ;; (empty description, no schema, no timeout, not hidden).
-  (data (i32.const 128) "\58\02\00\00\04\00\00\00")
-  (data (i32.const 168) "\5c\02\00\00\07\00\00\00")
-  (data (i32.const 208) "\63\02\00\00\05\00\00\00")
-  (data (i32.const 248) "\68\02\00\00\05\00\00\00")
-  (data (i32.const 288) "\6d\02\00\00\04\00\00\00")
-  (data (i32.const 328) "\71\02\00\00\04\00\00\00")
-  (data (i32.const 368) "\75\02\00\00\04\00\00\00")
-  (data (i32.const 408) "\79\02\00\00\04\00\00\00")
-  (data (i32.const 448) "\7d\02\00\00\04\00\00\00")
-  (data (i32.const 488) "\81\02\00\00\03\00\00\00")
-  (data (i32.const 600) "notejournalcountsleepwaitbusylooptrapgrowoom")
-  (data (i32.const 660) "woke|cancel:")
+  ;; Ten specs of 64 bytes from 128: the name's pointer and length, the rest zero
+  ;; (empty description, no schema, no timeout, not hidden, no title, no output schema).
+  (data (i32.const 128) "\20\03\00\00\04\00\00\00")
+  (data (i32.const 192) "\24\03\00\00\07\00\00\00")
+  (data (i32.const 256) "\2b\03\00\00\05\00\00\00")
+  (data (i32.const 320) "\30\03\00\00\05\00\00\00")
+  (data (i32.const 384) "\35\03\00\00\04\00\00\00")
+  (data (i32.const 448) "\39\03\00\00\04\00\00\00")
+  (data (i32.const 512) "\3d\03\00\00\04\00\00\00")
+  (data (i32.const 576) "\41\03\00\00\04\00\00\00")
+  (data (i32.const 640) "\45\03\00\00\04\00\00\00")
+  (data (i32.const 704) "\49\03\00\00\03\00\00\00")
+  (data (i32.const 800) "notejournalcountsleepwaitbusylooptrapgrowoom")
+  (data (i32.const 860) "woke|cancel:")
   ;; The journal: 1024..4095, below the shell's allocator.
 
   (func (export "load") (param i32 i32 i32 i32 i32 i64 i64 i32) (result i32)
@@ -115,8 +115,8 @@
 
   ;; Only `sleep` waits for an operation: its timer fired.
   (func (export "resume") (param i64 i64 i32 i32 i32 i32 i32 i32) (result i32)
-    (call $completed (i32.const 660) (i32.const 4)))
+    (call $completed (i32.const 860) (i32.const 4)))
 
   (func (export "cancel") (param $call i64) (param $reason i32) (param $len i32)
-    (call $journal-append (i32.const 664) (i32.const 8))
+    (call $journal-append (i32.const 864) (i32.const 8))
     (call $journal-append (local.get $reason) (local.get $len))))
