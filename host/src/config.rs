@@ -5,12 +5,19 @@
 //! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
 //! description = "..."        # also what the model reads about tool `weather` (a name,
 //!                            # path or alias), instead of the plugin's description
+//! max_concurrent = 2         # toolcell's, not the plugin's: calls of tool `weather` at once
 //!
 //! [aliases]                  # the model sees (and calls) a tool under these names
 //! read_note = "acme/notes/note_read"   # a tool path, or a name
 //! get_note = "acme/notes/note_read"
 //!
+//! [permissions]              # which calls run, ask first, or are refused (see `policy`)
+//! default = "ask"
+//! allow = ["hello", "units/*", "$readonly"]
+//! deny = ["danger*"]
+//!
 //! [limits]                   # every plugin (all keys optional)
+//! max_concurrent = 0         # calls of the whole runtime at once (0: no cap)
 //! memory_mib = 8
 //! call_timeout_ms = 30000
 //! load_timeout_ms = 500
@@ -43,7 +50,9 @@
 //! keys = ["BASE64 public key"]
 //! unsigned = "allow"         # or "refuse"
 //!
-//! [plugins.weather.limits]   # one plugin (by id), over the global values
+//! [plugins.weather]          # one plugin (by id)
+//! max_concurrent = 4         # its calls at once
+//! [plugins.weather.limits]   # over the global values
 //! memory_mib = 16
 //! [plugins.weather.http]
 //! allow = ["api.weather.example"]
@@ -67,21 +76,29 @@ use crate::limits::{Limits, MIB};
 use crate::manifest::check_id;
 use crate::names::split_path;
 use crate::output::{self, OutputLimits};
+use crate::policy::{CommandLineRules, PermissionsSection, Rules};
 use crate::results::{self, ResultStore};
 use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 use crate::signature::TrustPolicy;
+
+/// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
+/// the plugin's `clm.config`.
+const TOOL_MAX_CONCURRENT: &str = "max_concurrent";
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// `[tools.NAME]`: each plugin's `clm.config`; a `description` there is also what
-    /// the model reads about tool NAME.
+    /// `[tools.NAME]`: each plugin's `clm.config` (less `max_concurrent`, which is
+    /// toolcell's); a `description` there is also what the model reads about tool NAME.
     #[serde(default)]
     pub tools: BTreeMap<String, toml::Table>,
     /// `[aliases]`: ALIAS = "TOOL" (a path or a name); the model sees the tool as ALIAS.
     #[serde(default)]
     pub aliases: BTreeMap<String, String>,
+    /// `[permissions]`: the rules of the permission policy.
+    #[serde(default)]
+    pub permissions: PermissionsSection,
     /// `[limits]` for every plugin.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -155,6 +172,8 @@ pub struct LimitsSection {
     pub log_bytes_per_second: Option<usize>,
     /// Log bytes the plugin may write at once beyond its rate.
     pub log_burst_bytes: Option<usize>,
+    /// In `[limits]` only: how many calls of the whole runtime run at once (0: no cap).
+    pub max_concurrent: Option<usize>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -214,6 +233,8 @@ pub struct OutputLimitsSection {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSection {
+    /// How many calls of this plugin run at once (0: no cap).
+    pub max_concurrent: Option<usize>,
     /// Limits for this plugin, over `[limits]`.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -317,6 +338,11 @@ impl Config {
                 .http
                 .policy(&[])
                 .map_err(|error| ConfigError(format!("[plugins.{name}.http] {error}")))?;
+            if plugin.limits.max_concurrent.is_some() {
+                return Err(ConfigError(format!(
+                    "[plugins.{name}.limits] max_concurrent: a plugin's cap goes in [plugins.{name}] max_concurrent"
+                )));
+            }
         }
         for (alias, target) in &config.aliases {
             if !is_valid_tool_name(alias) {
@@ -347,6 +373,9 @@ impl Config {
                 )));
             }
         }
+        Rules::new(&config.permissions, &CommandLineRules::default())
+            .map_err(|error| ConfigError(error.to_string()))?;
+        config.tool_caps()?;
         Ok(config)
     }
 
@@ -374,14 +403,45 @@ impl Config {
         }
     }
 
-    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it.
+    /// `[tools.NAME] max_concurrent` of every tool that sets it.
+    pub fn tool_caps(&self) -> Result<HashMap<String, usize>, ConfigError> {
+        let mut caps = HashMap::new();
+        for (name, table) in &self.tools {
+            let Some(value) = table.get(TOOL_MAX_CONCURRENT) else {
+                continue;
+            };
+            let cap = value
+                .as_integer()
+                .and_then(|cap| usize::try_from(cap).ok())
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "[tools.{name}] max_concurrent: expected a whole number of calls (0 or more), got {value}"
+                    ))
+                })?;
+            caps.insert(name.clone(), cap);
+        }
+        Ok(caps)
+    }
+
+    /// `[plugins.ID] max_concurrent` of every plugin that sets it.
+    pub fn plugin_caps(&self) -> HashMap<String, usize> {
+        self.plugins
+            .iter()
+            .filter_map(|(id, plugin)| Some((id.clone(), plugin.max_concurrent?)))
+            .collect()
+    }
+
+    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it: without
+    /// toolcell's own key, `max_concurrent`.
     pub fn tool_config_json(&self) -> HashMap<String, String> {
         self.tools
             .iter()
             .map(|(name, table)| {
+                let mut table = table.clone();
+                table.remove(TOOL_MAX_CONCURRENT);
                 (
                     name.clone(),
-                    toml_to_json(&toml::Value::Table(table.clone())).to_string(),
+                    toml_to_json(&toml::Value::Table(table)).to_string(),
                 )
             })
             .collect()

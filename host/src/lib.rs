@@ -41,6 +41,7 @@ pub mod names;
 mod outcome;
 pub mod output;
 pub mod pack;
+pub mod policy;
 pub mod progress;
 #[cfg(feature = "watch")]
 pub mod reload;
@@ -54,6 +55,7 @@ mod schema_budget;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod stats;
 pub mod strict_schema;
 pub mod trusted;
 mod validation;

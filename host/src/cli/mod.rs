@@ -11,6 +11,7 @@ mod inspect;
 mod list;
 mod new;
 mod pack;
+mod prompt;
 #[cfg(feature = "oci")]
 mod registry;
 mod result;
@@ -30,6 +31,7 @@ use crate::envelope::UntrustedOutput;
 use crate::files::FileAccess;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
+use crate::policy::{CommandLineRules, Verdict};
 use crate::{Runtime, RuntimeBuilder, Scope, Session};
 
 /// Exit code of a usage error.
@@ -123,6 +125,16 @@ struct PluginArgs {
     /// Every plugin file must have one of these SHA-256 digests; repeatable
     #[arg(long = "require-sha256", value_name = "HEX")]
     require_sha256: Vec<String>,
+    /// Run the tools matching GLOB without asking: a name, a path PLUGIN-ID/TOOL (`*`
+    /// within a segment, `**` across) or a $preset; repeatable. Before [permissions]
+    #[arg(long = "allow", value_name = "GLOB")]
+    allow: Vec<String>,
+    /// Ask before running the tools matching GLOB; repeatable
+    #[arg(long = "ask", value_name = "GLOB")]
+    ask: Vec<String>,
+    /// Refuse the tools matching GLOB and leave them out of every list; repeatable
+    #[arg(long = "deny", value_name = "GLOB")]
+    deny: Vec<String>,
 }
 
 impl PluginArgs {
@@ -148,9 +160,17 @@ impl PluginArgs {
     /// environment says. Errors are usage errors.
     fn builder(&self, extra_dirs: &[PathBuf]) -> Result<RuntimeBuilder, String> {
         let engine = environment::engine(Options::default()).map_err(|error| error.to_string())?;
+        // Without any permission configuration every tool runs, as it always has on the
+        // command line; `[permissions] default` changes that.
         let mut builder = RuntimeBuilder::default()
             .engine(engine)
-            .debug_log(environment::debug_log());
+            .debug_log(environment::debug_log())
+            .permission_default(Verdict::Allow)
+            .permission_rules(CommandLineRules {
+                allow: self.allow.clone(),
+                ask: self.ask.clone(),
+                deny: self.deny.clone(),
+            });
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
         }

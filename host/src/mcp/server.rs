@@ -5,9 +5,10 @@
 //!   gave, under the names models see (aliases, plain names, wire names of paths), and
 //!   its untrusted output gets an envelope nonce of its own.
 //! - `initialize`: once per session; a second one is refused.
-//! - `tools/list`: every tool in scope that is not hidden, with its description, its
-//!   parameters schema as the input schema, its annotations, and its output schema
-//!   when it gives structured results (`crate::schema::mcp_tool`).
+//! - `tools/list`: every tool in scope that is not hidden and that the permission
+//!   policy does not deny, with its description, its parameters schema as the input
+//!   schema, its annotations, and its output schema when it gives structured results
+//!   (`crate::schema::mcp_tool`).
 //! - `tools/call`: the runtime validates the arguments and runs the tool in its sandbox.
 //!   A completed tool gives its output as text; one with an output schema (and not
 //!   enveloped) also gives the value as `structuredContent`. A tool that failed gives
@@ -17,6 +18,9 @@
 //!   the model can correct itself). An unknown tool, one outside the session's scope,
 //!   or a hidden one (hidden tools are for plugin code, not the model), is a protocol
 //!   error (invalid params) suggesting the closest names in scope.
+//!   Each session has its own approvals (`approval`): a call the policy says to `ask`
+//!   about asks the client's user through elicitation, and "allow for the session"
+//!   lasts as long as the session.
 //! - While the server drains (SIGTERM), a new `tools/call` is refused; calls in flight
 //!   go on until they end or the grace period does.
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
@@ -38,7 +42,7 @@
 #![allow(deprecated)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -57,7 +61,8 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::logging::{CallLog, Rate};
-use super::{FLOOR_TOOL, Shared};
+use super::{FLOOR_TOOL, Shared, approval};
+use crate::policy::Approvals;
 use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, schema};
 
 /// How soon after its start a call with a progress token first reports progress (a
@@ -89,6 +94,9 @@ pub struct ToolServer {
     log_level: Mutex<Option<LoggingLevel>>,
     /// How many log lines the session may still be sent.
     log_rate: Arc<Rate>,
+    /// The session's approvals, made at its first call (when the client's
+    /// capabilities are known).
+    approvals: OnceLock<Arc<Approvals>>,
 }
 
 impl ToolServer {
@@ -104,6 +112,7 @@ impl ToolServer {
             initialized: AtomicBool::new(false),
             log_level: Mutex::new(None),
             log_rate: Arc::new(Rate::default()),
+            approvals: OnceLock::new(),
         }
     }
 
@@ -123,6 +132,12 @@ impl ToolServer {
         }
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let approvals = self.approvals.get_or_init(|| {
+            Arc::new(approval::for_session(
+                &context.peer,
+                self.shared.options.ask_fallback,
+            ))
+        });
         let (mut log, started) = {
             let runtime = self.shared.runtime();
             let id = runtime.reserve_call_id();
@@ -135,6 +150,7 @@ impl ToolServer {
             let options = CallOptions {
                 id: Some(id),
                 refuse_hidden: true,
+                approvals: Some(approvals.clone()),
             };
             let started = self.view.call_with(&runtime, &request.name, &args, options);
             (log, started)

@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 
@@ -21,9 +22,15 @@ use crate::integrity::Pins;
 use crate::limits::Limits;
 use crate::log_listener::LogListener;
 use crate::manifest::sidecar_path;
+use crate::policy::{
+    Approvals, Caps, Chain, CommandLineRules, DEFAULT_INTERCEPTOR_TIMEOUT, Interceptor,
+    Interceptors, PermissionHandler, Policy as CallPolicy, RegisteredResolver, Resolver, RuleError,
+    Rules, Verdict,
+};
 use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
+use crate::stats::Meters;
 use crate::trusted::{self, TrustedPaths};
 
 use super::Runtime;
@@ -54,6 +61,12 @@ pub enum BuildError {
     /// No engine was given and a new one could not be made.
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(#[from] EngineError),
+    /// A permission rule, preset or interceptor glob cannot be used.
+    #[error("{0}")]
+    Permissions(#[from] RuleError),
+    /// A `max_concurrent` of the configuration is not a number of calls.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Configures and loads a [`Runtime`].
@@ -70,6 +83,15 @@ pub struct RuntimeBuilder {
     debug_log: Option<PathBuf>,
     engine: Option<Engine>,
     log_listener: Option<Arc<dyn LogListener>>,
+    resolvers: Vec<RegisteredResolver>,
+    on_permission: Option<Arc<dyn PermissionHandler>>,
+    /// `None`: `ask`.
+    permission_default: Option<Verdict>,
+    rules: CommandLineRules,
+    interceptors: Vec<Interceptor>,
+    /// `None`: [`DEFAULT_INTERCEPTOR_TIMEOUT`].
+    interceptor_timeout: Option<Duration>,
+    max_concurrent: Option<usize>,
     reserved: HashSet<String>,
     untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
@@ -190,6 +212,61 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Adds a permission resolver, asked before the user's rules unless `priority`
+    /// says otherwise (see [`crate::policy`]; [`EMBEDDER_PRIORITY`] is the usual
+    /// choice). Resolvers of one priority are asked in the order they were added.
+    ///
+    /// [`EMBEDDER_PRIORITY`]: crate::policy::EMBEDDER_PRIORITY
+    pub fn resolver(mut self, name: &str, priority: i32, resolver: impl Resolver) -> Self {
+        self.resolvers.push(RegisteredResolver {
+            name: name.to_string(),
+            priority,
+            resolver: Arc::new(resolver),
+        });
+        self
+    }
+
+    /// Who answers when the policy says `ask`, for calls made without a session of
+    /// their own. Without one, `ask` allows the call.
+    pub fn on_permission(mut self, handler: impl PermissionHandler) -> Self {
+        self.on_permission = Some(Arc::new(handler));
+        self
+    }
+
+    /// The decision when no resolver, rule, preset or `no_prompt` decides and the
+    /// configuration sets no `[permissions] default`. Default: `ask` (clm-tool(5):
+    /// a tool without `no_prompt` is confirmed first); the CLI uses `allow`.
+    pub fn permission_default(mut self, verdict: Verdict) -> Self {
+        self.permission_default = Some(verdict);
+        self
+    }
+
+    /// Permission rules that come before the configuration file's (`--allow`,
+    /// `--ask`, `--deny`).
+    pub fn permission_rules(mut self, rules: CommandLineRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// Adds an interceptor (see [`Interceptor`]).
+    pub fn interceptor(mut self, interceptor: Interceptor) -> Self {
+        self.interceptors.push(interceptor);
+        self
+    }
+
+    /// How long an interceptor may take unless it says otherwise (default 10 s).
+    pub fn interceptor_timeout(mut self, timeout: Duration) -> Self {
+        self.interceptor_timeout = Some(timeout);
+        self
+    }
+
+    /// How many calls of the whole runtime run at once (0: no cap), over the
+    /// configuration's `[limits] max_concurrent`.
+    pub fn max_concurrent(mut self, calls: usize) -> Self {
+        self.max_concurrent = Some(calls);
+        self
+    }
+
     /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
     /// them nowhere). Default: the configuration's `[output] results_dir`, else
     /// `results/` in the directory of the engine's compiled-code cache.
@@ -240,6 +317,28 @@ impl RuntimeBuilder {
         }
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
+        let caps = Caps::new(
+            self.max_concurrent
+                .or(self.config.limits.max_concurrent)
+                .unwrap_or(0),
+            self.config
+                .tool_caps()
+                .map_err(|error| BuildError::Config(error.to_string()))?,
+            self.config.plugin_caps(),
+        );
+        let call_policy = CallPolicy {
+            chain: Chain::new(self.resolvers),
+            rules: Rules::new(&self.config.permissions, &self.rules)?,
+            default: self.permission_default.unwrap_or(Verdict::Ask),
+            interceptors: Interceptors::new(
+                self.interceptors,
+                self.interceptor_timeout
+                    .unwrap_or(DEFAULT_INTERCEPTOR_TIMEOUT),
+            )?,
+            caps,
+            meters: Meters::default(),
+            approvals: Arc::new(Approvals::new(self.on_permission)),
+        };
         let naming = Naming {
             aliases: self
                 .config
@@ -301,6 +400,8 @@ impl RuntimeBuilder {
             max_args_bytes,
             dirs,
             loader,
+            policy: Arc::new(call_policy),
+            gates: Vec::new(),
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

@@ -28,19 +28,22 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use crate::envelope::{Envelope, OutputPolicy};
 use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
+use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
 use crate::progress::{self, ProgressUpdates};
 use crate::results::{self, ResultError, ResultStore};
-use crate::sandbox::{MemoryUse, PluginHandle};
+use crate::sandbox::{Ended, MemoryUse, PluginHandle};
+use crate::stats::{PluginStats, Stats, ToolMeter};
 use crate::strict_schema::drop_optional_nulls;
 use crate::validation::SchemaValidator;
 
@@ -134,6 +137,10 @@ pub struct CallOptions {
     /// Refuse a hidden tool as unknown. Hidden tools are for plugin code, not for a
     /// model: MCP clients and `toolcell call` (without `--include-hidden`) get this.
     pub refuse_hidden: bool,
+    /// The approvals whose handler answers `ask` and that remember "allow for the
+    /// session" answers (see docs/policy.md); none: the session's, or without a
+    /// session the runtime's own ([`Runtime::approvals`]).
+    pub approvals: Option<Arc<Approvals>>,
 }
 
 /// A call id handed out by [`Runtime::reserve_call_id`], for one call.
@@ -201,6 +208,10 @@ pub struct Runtime {
     max_args_bytes: usize,
     dirs: PluginDirs,
     loader: Arc<Loader>,
+    /// Approval, interceptors, caps and meters.
+    policy: Arc<Policy>,
+    /// What the policy does with each tool's calls, parallel to `tools`.
+    gates: Vec<Arc<Gate>>,
 }
 
 impl Runtime {
@@ -224,6 +235,38 @@ impl Runtime {
     /// (`untrusted_output_NONCE`; see [`crate::envelope`]).
     pub fn envelope_tag(&self) -> &str {
         self.envelope.tag()
+    }
+
+    /// What the runtime has counted: every tool's calls by outcome, their latency and
+    /// fuel, and every plugin's peak memory.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            tools: self.policy.meters.read(),
+            plugins: self
+                .plugins
+                .iter()
+                .filter_map(|plugin| {
+                    let (info, handle) = (plugin.info.as_ref()?, plugin.handle.as_ref()?);
+                    self.infos.contains(info).then(|| PluginStats {
+                        plugin: info.manifest.id.clone(),
+                        peak_memory: handle.peak_memory(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// The approvals of calls made without a session of their own: the handler given
+    /// to [`RuntimeBuilder::on_permission`], and the tools allowed for the rest of the
+    /// runtime's life.
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.policy.approvals
+    }
+
+    /// Whether the permission policy lists the tool at `index`: it does not deny it
+    /// outright (whatever the arguments).
+    fn permits_listing(&self, index: usize) -> bool {
+        self.policy.lists(&self.gates[index], &self.tools[index])
     }
 
     /// Every loaded plugin, in load order.
@@ -359,6 +402,7 @@ impl Runtime {
         self.infos.clear();
         self.tools.clear();
         self.entries.clear();
+        self.gates.clear();
         self.unavailable.clear();
         self.diagnostics.clear();
         let mut ids: HashMap<&str, &Path> = HashMap::new();
@@ -403,6 +447,8 @@ impl Runtime {
             for tool in &plugin.tools {
                 match tool {
                     Ok(tool) => {
+                        self.gates
+                            .push(Arc::new(self.policy.gate(&tool.info, info)));
                         self.tools.push(tool.info.clone());
                         self.entries.push(tool.entry.clone());
                     }
@@ -445,10 +491,14 @@ impl Runtime {
     /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
     /// dropping it cancels the call.
     ///
-    /// When the plugin is idle, the call's first step runs on this thread before `call`
-    /// returns (a trivial call is then already complete, and no other thread is woken);
-    /// plugin code that runs on past its first yield to the executor, a few
-    /// milliseconds, continues as a task of the runtime the plugin was loaded on.
+    /// The call then goes through the policy (docs/policy.md): approval, `before`
+    /// interceptors, concurrency caps, the plugin, `after` interceptors. A tool with
+    /// nothing of that to do goes straight to its plugin: when the plugin is idle, the
+    /// call's first step runs on this thread before `call` returns (a trivial call is
+    /// then already complete, and no other thread is woken); plugin code that runs on
+    /// past its first yield to the executor, a few milliseconds, continues as a task of
+    /// the runtime the plugin was loaded on. Otherwise the policy's work and the call
+    /// start when the `Call` is first polled.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
         self.call_with(tool, args_json, CallOptions::default())
     }
@@ -479,7 +529,17 @@ impl Runtime {
                         .chain(hidden.map(|info| info.name.as_str())),
                 )
             })?;
-        self.start(index, tool, args_json, &self.envelope, options.id)
+        let approvals = options
+            .approvals
+            .unwrap_or_else(|| self.policy.approvals.clone());
+        self.start(
+            index,
+            tool,
+            args_json,
+            &self.envelope,
+            options.id,
+            approvals,
+        )
     }
 
     /// Why `name` found no tool: unavailable (a plugin that did not load would offer
@@ -498,8 +558,8 @@ impl Runtime {
     }
 
     /// Checks the arguments and starts the tool at `index`, called as `name`, with the
-    /// id `id` (none: a fresh one); its output goes into `envelope` unless its plugin is
-    /// trusted.
+    /// id `id` (none: a fresh one), through the policy with `approvals`; its output goes
+    /// into `envelope` unless its plugin is trusted.
     fn start(
         &self,
         index: usize,
@@ -507,26 +567,74 @@ impl Runtime {
         args_json: &str,
         envelope: &Envelope,
         id: Option<ReservedCallId>,
+        approvals: Arc<Approvals>,
     ) -> Result<Call, InvokeError> {
         let info = &self.tools[index];
         let entry = &self.entries[index];
-        let args = self
-            .check_arguments(name, args_json, info, entry.validator.as_deref())?
-            .unwrap_or_else(|| args_json.to_string());
+        let gate = &self.gates[index];
+        let validator = entry.validator.as_deref();
+        let args = match check_arguments(self.max_args_bytes, args_json, info, validator) {
+            Ok(args) => args.unwrap_or_else(|| args_json.to_string()),
+            Err(message) => {
+                gate.meter.invalid_arguments();
+                return Err(InvokeError::InvalidArguments {
+                    tool: name.to_string(),
+                    message,
+                });
+            }
+        };
         let id = match id {
             Some(ReservedCallId(id)) => id,
             None => self.next_call.fetch_add(1, Ordering::Relaxed),
         };
+        let span =
+            tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin);
         let (sender, progress) = progress::channel();
-        let outcome = entry
-            .handle
-            .start(id, &info.name, args, info.timeout, sender);
+        let state = if gate.is_open(&approvals) {
+            let started = Instant::now();
+            let outcome = span.in_scope(|| {
+                entry
+                    .handle
+                    .start(id, &info.name, args, info.timeout, sender)
+            });
+            CallState::Running {
+                handle: entry.handle.clone(),
+                outcome,
+                started,
+            }
+        } else {
+            let cancel = Arc::new(Cancellation::default());
+            let max_args_bytes = self.max_args_bytes;
+            let checked = (info.clone(), entry.validator.clone());
+            let gated = Gated {
+                id,
+                tool: info.clone(),
+                gate: gate.clone(),
+                policy: self.policy.clone(),
+                approvals,
+                handle: entry.handle.clone(),
+                arguments: serde_json::from_str(&args).unwrap_or_default(),
+                args,
+                check: Box::new(move |arguments| {
+                    let text = arguments.to_string();
+                    let (info, validator) = &checked;
+                    check_arguments(max_args_bytes, &text, info, validator.as_deref())
+                        .map(|stripped| stripped.unwrap_or(text))
+                }),
+                progress: sender,
+                cancel: cancel.clone(),
+            };
+            CallState::Gated {
+                future: Box::pin(gated.run().instrument(span.clone())),
+                cancel,
+            }
+        };
         Ok(Call {
             id,
-            handle: entry.handle.clone(),
-            outcome,
+            meter: gate.meter.clone(),
+            span,
+            state,
             progress,
-            finished: false,
             output_validator: entry.output_validator.clone(),
             output: Output {
                 limits: entry.output,
@@ -550,55 +658,46 @@ impl Runtime {
     pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
         Ok(self.call(tool, args_json)?.await)
     }
+}
 
-    /// Checks the arguments of a call of `tool` (named as the caller named it) and
-    /// returns them as the plugin gets them: as given, or without the `null`s a model
-    /// held to OpenAI's strict mode sends for optional properties, when only those broke
-    /// the schema (see [`crate::strict_schema`]).
-    fn check_arguments(
-        &self,
-        tool: &str,
-        args_json: &str,
-        info: &ToolInfo,
-        validator: Option<&SchemaValidator>,
-    ) -> Result<Option<String>, InvokeError> {
-        let invalid = |message: String| InvokeError::InvalidArguments {
-            tool: tool.to_string(),
-            message,
-        };
-        if args_json.len() > self.max_args_bytes {
-            return Err(invalid(format!(
-                "they are {} bytes; the limit is {}",
-                args_json.len(),
-                crate::limits::format_bytes(self.max_args_bytes as u64)
-            )));
-        }
-        let args = match serde_json::from_str::<serde_json::Value>(args_json) {
-            Ok(args @ serde_json::Value::Object(_)) => args,
-            Ok(other) => {
-                return Err(invalid(format!(
-                    "expected a JSON object, got {}",
-                    json_kind(&other)
-                )));
-            }
-            Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
-        };
-        let Some(validator) = validator else {
-            return Ok(None);
-        };
-        let problems = match validator.check(&args) {
-            Ok(()) => return Ok(None),
-            Err(problems) => problems,
-        };
-        let mut without_nulls = args;
-        if let Some(schema) = &info.params_schema
-            && drop_optional_nulls(&mut without_nulls, schema)
-            && validator.check(&without_nulls).is_ok()
-        {
-            return Ok(Some(without_nulls.to_string()));
-        }
-        Err(invalid(problems.to_string()))
+/// Checks the arguments of a call of the tool `info`: a JSON object of at most
+/// `max_bytes` that satisfies the tool's schema. Returns them as the plugin gets them:
+/// as given (`None`), or without the `null`s a model held to OpenAI's strict mode sends
+/// for optional properties, when only those broke the schema (see
+/// [`crate::strict_schema`]); or what is wrong with them.
+fn check_arguments(
+    max_bytes: usize,
+    args_json: &str,
+    info: &ToolInfo,
+    validator: Option<&SchemaValidator>,
+) -> Result<Option<String>, String> {
+    if args_json.len() > max_bytes {
+        return Err(format!(
+            "they are {} bytes; the limit is {}",
+            args_json.len(),
+            crate::limits::format_bytes(max_bytes as u64)
+        ));
     }
+    let args = match serde_json::from_str::<serde_json::Value>(args_json) {
+        Ok(args @ serde_json::Value::Object(_)) => args,
+        Ok(other) => return Err(format!("expected a JSON object, got {}", json_kind(&other))),
+        Err(error) => return Err(format!("not valid JSON: {error}")),
+    };
+    let Some(validator) = validator else {
+        return Ok(None);
+    };
+    let problems = match validator.check(&args) {
+        Ok(()) => return Ok(None),
+        Err(problems) => problems,
+    };
+    let mut without_nulls = args;
+    if let Some(schema) = &info.params_schema
+        && drop_optional_nulls(&mut without_nulls, schema)
+        && validator.check(&without_nulls).is_ok()
+    {
+        return Ok(Some(without_nulls.to_string()));
+    }
+    Err(problems.to_string())
 }
 
 impl Drop for Runtime {
@@ -666,17 +765,19 @@ fn did_you_mean(suggestions: &[String]) -> String {
 }
 
 /// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
-/// cancel the call, which aborts its pending HTTP requests and timers.
+/// cancel the call, which aborts its pending HTTP requests and timers (or takes it out
+/// of the queue of a concurrency cap, or stops waiting for an answer to `ask`).
 ///
 /// A result longer than the tool's output limits is cut before the outcome is given:
 /// the outcome's text is what the model should see, and the whole output is kept in
 /// the result store under [`Call::result_id`].
 pub struct Call {
     id: u64,
-    handle: PluginHandle,
-    outcome: oneshot::Receiver<CallOutcome>,
+    meter: Arc<ToolMeter>,
+    /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
+    span: tracing::Span,
+    state: CallState,
     progress: ProgressUpdates,
-    finished: bool,
     /// The tool's output schema, compiled: a completed call's output must be the JSON
     /// text of a value it accepts.
     output_validator: Option<Arc<SchemaValidator>>,
@@ -685,6 +786,22 @@ pub struct Call {
     keeping: Option<JoinHandle<CallOutcome>>,
     /// Where the outcome's text goes, when the plugin's output is untrusted.
     envelope: Option<Envelope>,
+}
+
+enum CallState {
+    /// Straight to the plugin, which has the call.
+    Running {
+        handle: PluginHandle,
+        outcome: oneshot::Receiver<Ended>,
+        started: Instant,
+    },
+    /// Through the policy.
+    Gated {
+        future: Pin<Box<dyn Future<Output = Finished> + Send>>,
+        cancel: Arc<Cancellation>,
+    },
+    /// The outcome was delivered.
+    Done,
 }
 
 /// The output policy of one call.
@@ -761,9 +878,24 @@ impl Call {
 
     /// Cancels the call; it resolves to a failure that says `reason`.
     pub fn cancel(&self, reason: &str) {
-        if !self.finished {
-            self.handle.cancel(self.id, reason);
+        match &self.state {
+            CallState::Running { handle, .. } => handle.cancel(self.id, reason),
+            CallState::Gated { cancel, .. } => cancel.cancel(reason),
+            CallState::Done => {}
         }
+    }
+
+    /// Counts the call's end and logs it in its span.
+    fn record(&self, finished: &Finished) {
+        self.meter
+            .record(&finished.outcome, finished.ran, finished.fuel);
+        tracing::debug!(
+            parent: &self.span,
+            outcome = finished.outcome.label(),
+            ran_us = finished.ran.map(|ran| ran.as_micros() as u64),
+            fuel = finished.fuel,
+            "call ended"
+        );
     }
 }
 
@@ -777,14 +909,39 @@ impl Future for Call {
             });
             return Poll::Ready(self.enveloped(kept));
         }
-        let outcome = match Pin::new(&mut self.outcome).poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(outcome)) => outcome,
-            Poll::Ready(Err(_)) => {
-                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
+        let finished = match &mut self.state {
+            CallState::Running {
+                handle,
+                outcome,
+                started,
+            } => {
+                let ended = match Pin::new(outcome).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(ended)) => ended,
+                    Poll::Ready(Err(_)) => Ended::before_running(CallOutcome::Stopped(format!(
+                        "plugin '{}' stopped",
+                        handle.name()
+                    ))),
+                };
+                Finished {
+                    outcome: ended.outcome,
+                    ran: Some(started.elapsed()),
+                    fuel: ended.fuel_used,
+                }
+            }
+            CallState::Gated { future, .. } => match future.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(finished) => finished,
+            },
+            CallState::Done => {
+                return Poll::Ready(CallOutcome::Stopped(
+                    "the call's outcome was already delivered".to_string(),
+                ));
             }
         };
-        self.finished = true;
+        self.state = CallState::Done;
+        self.record(&finished);
+        let outcome = finished.outcome;
         // The output is checked whole, cut to what the model may see, then enveloped.
         let outcome = match &self.output_validator {
             Some(validator) => checked_output(outcome, validator),
@@ -826,9 +983,22 @@ fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutc
 
 impl Drop for Call {
     fn drop(&mut self) {
-        if !self.finished {
-            self.handle.cancel(self.id, "the caller stopped waiting");
-        }
+        let ran = match &self.state {
+            CallState::Done => return,
+            CallState::Running {
+                handle, started, ..
+            } => {
+                handle.cancel(self.id, "the caller stopped waiting");
+                Some(started.elapsed())
+            }
+            // Dropping the future cancels the call in the plugin, if it got there.
+            CallState::Gated { .. } => None,
+        };
+        self.record(&Finished {
+            outcome: CallOutcome::Cancelled("cancelled: the caller stopped waiting".to_string()),
+            ran,
+            fuel: 0,
+        });
     }
 }
 

@@ -142,6 +142,8 @@ pub(super) struct Plugin {
     pub info: Option<PluginInfo>,
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
+    /// Its sandbox, when it loaded.
+    pub handle: Option<PluginHandle>,
     /// The tools in registration order: ready, or rejected with the reason.
     pub tools: Vec<Result<PreparedTool, RejectedTool>>,
     /// For a plugin that did not load: the tools it would have offered, so that calling
@@ -217,6 +219,7 @@ impl Plugin {
             file,
             info: None,
             diagnostics,
+            handle: None,
             tools: Vec::new(),
             offered,
         }
@@ -280,6 +283,7 @@ impl Plugin {
             }),
             file,
             diagnostics,
+            handle: Some(handle),
             tools,
             offered: Vec::new(),
         }

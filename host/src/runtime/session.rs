@@ -8,6 +8,7 @@ use crate::CallOutcome;
 use crate::envelope::Envelope;
 use crate::grants::Grants;
 use crate::names::{GlobError, ToolGlob};
+use crate::policy::{Approvals, PermissionHandler};
 
 use super::registry::Listing;
 use super::{Call, CallOptions, InvokeError, Runtime, ToolInfo};
@@ -185,6 +186,9 @@ pub struct Session {
 struct State {
     envelope: Envelope,
     view: RwLock<View>,
+    /// Who answers the permission policy's `ask`, and the tools allowed for the rest
+    /// of the session.
+    approvals: Arc<Approvals>,
 }
 
 #[derive(Default)]
@@ -211,12 +215,32 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A session that sees every tool, with a fresh envelope nonce.
     pub fn new() -> Session {
+        Session::with_approvals(Approvals::new(None))
+    }
+
+    /// A session that sees every tool, whose calls the permission policy says to
+    /// `ask` about are answered by `handler` (its "allow for the session" answers last
+    /// as long as the session and its clones). Without a handler, `ask` allows the
+    /// call; see docs/policy.md.
+    pub fn with_permission_handler(handler: impl PermissionHandler) -> Session {
+        Session::with_approvals(Approvals::new(Some(Arc::new(handler))))
+    }
+
+    /// A session that sees every tool, with `approvals` answering `ask`.
+    pub fn with_approvals(approvals: Approvals) -> Session {
         Session {
             state: Arc::new(State {
                 envelope: Envelope::fresh(),
                 view: RwLock::new(View::default()),
+                approvals: Arc::new(approvals),
             }),
         }
+    }
+
+    /// The session's approvals: who answers `ask`, and what it allowed for the rest of
+    /// the session.
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.state.approvals
     }
 
     /// This session, seeing `scope`.
@@ -264,6 +288,7 @@ impl Session {
             .listed()
             .iter()
             .filter(|listing| view.shows(runtime, listing))
+            .filter(|listing| runtime.permits_listing(listing.tool))
             .map(|listing| {
                 let tool = &runtime.tools[listing.tool];
                 let description = view.description(runtime, listing);
@@ -324,7 +349,19 @@ impl Session {
                 .any(|listing| listing.tool == index && view.shows(runtime, listing))
         };
         match runtime.names.resolve(tool).filter(|&index| in_scope(index)) {
-            Some(index) => runtime.start(index, tool, args_json, &self.state.envelope, options.id),
+            Some(index) => {
+                let approvals = options
+                    .approvals
+                    .unwrap_or_else(|| self.state.approvals.clone());
+                runtime.start(
+                    index,
+                    tool,
+                    args_json,
+                    &self.state.envelope,
+                    options.id,
+                    approvals,
+                )
+            }
             None => {
                 let shown: Vec<&str> = runtime
                     .names
@@ -371,14 +408,16 @@ impl Session {
 }
 
 impl Runtime {
-    /// The hidden tools, each under its own name: what no model sees, but a user
-    /// looking at every tool (`toolcell list`) does.
+    /// The hidden tools the permission policy does not deny, each under its own name:
+    /// what no model sees, but a user looking at every tool (`toolcell list`) does.
     #[cfg(feature = "cli")]
     pub(crate) fn hidden_tools(&self) -> Vec<ListedTool> {
         let grants = self.grants_by_plugin();
         self.tools
             .iter()
-            .filter(|tool| tool.hidden)
+            .enumerate()
+            .filter(|(index, tool)| tool.hidden && self.permits_listing(*index))
+            .map(|(_, tool)| tool)
             .map(|tool| self.listed(tool, tool.name.clone(), tool.description.clone(), &grants))
             .collect()
     }

@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 use super::PluginContext;
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::ops::{CallId, OpEvent};
-use super::supervisor::{CallRequest, Supervisor};
+use super::supervisor::{CallRequest, Ended, Supervisor};
 use crate::bindings::ToolSpec;
 use crate::outcome::CallOutcome;
 use crate::progress::ProgressSender;
@@ -70,6 +70,11 @@ impl PluginHandle {
         &self.name
     }
 
+    /// The most linear memory any instance of the plugin has had, in bytes.
+    pub fn peak_memory(&self) -> u64 {
+        self.shared.context.peak_memory.load(Ordering::Relaxed)
+    }
+
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
     /// plugin's default) and whose progress goes to `progress`; the receiver yields
     /// its outcome. When the plugin is idle,
@@ -82,7 +87,7 @@ impl PluginHandle {
         args: String,
         timeout: Option<Duration>,
         progress: ProgressSender,
-    ) -> oneshot::Receiver<CallOutcome> {
+    ) -> oneshot::Receiver<Ended> {
         let (reply, outcome) = oneshot::channel();
         let request = CallRequest {
             call,
@@ -96,10 +101,12 @@ impl PluginHandle {
             return outcome;
         };
         if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
-            let _ = request.reply.send(CallOutcome::Stopped(format!(
-                "plugin '{}' is not running",
-                self.name
-            )));
+            let _ = request
+                .reply
+                .send(Ended::before_running(CallOutcome::Stopped(format!(
+                    "plugin '{}' is not running",
+                    self.name
+                ))));
         }
         outcome
     }

@@ -48,7 +48,10 @@ impl StoreState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let cap = MemoryCap::new(plugin.grants.limits.linear_memory);
+        let cap = MemoryCap::new(
+            plugin.grants.limits.linear_memory,
+            plugin.peak_memory.clone(),
+        );
         let ops = Operations::new(plugin.grants.limits.max_pending_ops);
         StoreState {
             wasi,
