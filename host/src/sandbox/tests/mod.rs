@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use wasmtime::component::Component;
 
-use super::{PluginContext, PluginHandle, PluginPre, SharedServices, spawn_plugin};
+use super::{Ended, PluginContext, PluginHandle, PluginPre, SharedServices, spawn_plugin};
 use crate::config::Config;
 use crate::engine::{Engine, Options};
 use crate::files::Files;
@@ -108,7 +108,7 @@ impl Plugin {
         tool: &str,
         args: &str,
         timeout: Option<Duration>,
-    ) -> (u64, oneshot::Receiver<CallOutcome>) {
+    ) -> (u64, oneshot::Receiver<Ended>) {
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         // The plugin reports no progress: nobody needs to listen.
         let (progress, _) = crate::progress::channel();
@@ -130,11 +130,12 @@ impl Plugin {
 }
 
 /// The outcome a call's receiver yields; a hang or a dropped sender fails the test.
-async fn outcome(receiver: oneshot::Receiver<CallOutcome>) -> CallOutcome {
+async fn outcome(receiver: oneshot::Receiver<Ended>) -> CallOutcome {
     tokio::time::timeout(HANG_LIMIT, receiver)
         .await
         .expect("the call ends")
         .expect("the sandbox answers the call")
+        .outcome
 }
 
 /// The output of a completed call.
