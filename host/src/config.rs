@@ -619,3 +619,6 @@ fn one_line(text: &str) -> String {
         _ => text.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests;

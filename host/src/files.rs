@@ -512,3 +512,6 @@ fn describe(path: &str, action: Action, error: &std::io::Error) -> FileError {
         reason,
     }
 }
+
+#[cfg(test)]
+mod tests;

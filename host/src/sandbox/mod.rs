@@ -163,3 +163,6 @@ impl PluginContext {
             .clone()
     }
 }
+
+#[cfg(test)]
+mod tests;

