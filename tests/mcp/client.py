@@ -349,10 +349,14 @@ async def run_checks(client: Client, mode: str, plugins: Path, never: NeverServe
 
 
 @asynccontextmanager
-async def http_server(command: list[str], env: dict[str, str]) -> AsyncIterator[str]:
+async def http_server(command: list[str], env: dict[str, str],
+                      stderr: list[str] | None = None) -> AsyncIterator[str]:
+    """Runs `toolcell serve --http` and yields its URL; stops it with SIGTERM and checks it
+    exits cleanly. The server's stderr lines are collected into `stderr` when given, for
+    checks of its warnings."""
     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: list[str] = []
+    lines: list[str] = [] if stderr is None else stderr
     found = threading.Event()
     url: list[str] = []
 
@@ -380,6 +384,7 @@ async def http_server(command: list[str], env: dict[str, str]) -> AsyncIterator[
         except subprocess.TimeoutExpired:
             process.kill()
             raise AssertionError("toolcell serve --http did not stop on SIGTERM")
+        reader.join(HANG)
         assert process.stdout is not None
         stdout = process.stdout.read()
         check(stdout == "", f"serve --http printed nothing on stdout, got {stdout!r}")
@@ -387,13 +392,20 @@ async def http_server(command: list[str], env: dict[str, str]) -> AsyncIterator[
     ok("the HTTP server stopped cleanly on SIGTERM")
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--toolcell", required=True)
+def options_parser(description: str) -> argparse.ArgumentParser:
+    """The options every script here takes: the toolcell binary (made absolute, since the
+    server runs in another directory) and the transport."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--toolcell", required=True, type=lambda path: str(Path(path).resolve()))
     parser.add_argument("--transport", choices=["stdio", "http"], required=True)
+    return parser
+
+
+async def main() -> None:
+    parser = options_parser(__doc__)
     parser.add_argument("--mode", choices=["legacy", "auto"], required=True)
     options = parser.parse_args()
-    toolcell = str(Path(options.toolcell).resolve())
+    toolcell = options.toolcell
 
     never = NeverServer()
     with tempfile.TemporaryDirectory() as plugins_dir, tempfile.TemporaryDirectory() as root:

@@ -14,7 +14,6 @@ prints `ok - NAME`; the first failure raises, which exits non-zero with the reas
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 # The checks shared with the main client script (beside this one).
-from client import HANG, check, http_server, ok, text_of
+from client import HANG, check, http_server, ok, options_parser, text_of
 
 # Plugin `policy`: every write is counted, so a check can tell whether the plugin ran.
 PLUGIN = """
@@ -166,11 +165,8 @@ async def plain_session(client: Client, fallback: str) -> None:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--toolcell", required=True)
-    parser.add_argument("--transport", choices=["stdio", "http"], required=True)
-    options = parser.parse_args()
-    toolcell = str(Path(options.toolcell).resolve())
+    options = options_parser(__doc__).parse_args()
+    toolcell = options.toolcell
 
     with tempfile.TemporaryDirectory() as plugins_dir, tempfile.TemporaryDirectory() as root:
         plugins = Path(plugins_dir)

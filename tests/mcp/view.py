@@ -12,25 +12,20 @@ annotations, titles, output schemas, `structuredContent` and the plugins' progre
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import subprocess
-import sys
 import tempfile
-import threading
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
-import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-HANG = 30.0
+# The checks shared with the main client script (beside this one).
+from client import call, check, http_server, ok, options_parser, text_of, tool_names
 
 NOTES = """
 clm.tool_register("note_read", {
@@ -87,33 +82,6 @@ untrusted = "plain"
 """
 
 
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-def ok(name: str) -> None:
-    print(f"ok - {name}", flush=True)
-
-
-def text_of(result: types.CallToolResult) -> str:
-    check(len(result.content) == 1, f"expected one content block, got {result.content!r}")
-    block = result.content[0]
-    check(isinstance(block, types.TextContent), f"expected text content, got {block!r}")
-    return block.text
-
-
-async def call(client: Client, tool: str, args: dict[str, Any], **kwargs: Any) -> types.CallToolResult:
-    with anyio.fail_after(HANG):
-        return await client.call_tool(tool, args, **kwargs)
-
-
-async def listing(client: Client) -> dict[str, types.Tool]:
-    with anyio.fail_after(HANG):
-        result = await client.list_tools(cache_mode="refresh")
-    return {tool.name: tool for tool in result.tools}
-
-
 async def unknown(client: Client, tool: str) -> str:
     try:
         await call(client, tool, {})
@@ -124,7 +92,7 @@ async def unknown(client: Client, tool: str) -> str:
 
 async def run_checks(client: Client) -> str:
     # tools/list: the scope, aliases instead of names, wire names of paths, overrides
-    tools = await listing(client)
+    tools = await tool_names(client)
     check(list(tools) == ["read_note", "search", "count_words", "crawl", "web__search", "page"],
           f"the tools in scope under the names models see: {list(tools)}")
     check(tools["read_note"].description == "Read a note", f"{tools['read_note']!r}")
@@ -203,46 +171,9 @@ async def run_checks(client: Client) -> str:
     return tag
 
 
-@asynccontextmanager
-async def http_server(command: list[str], env: dict[str, str]) -> AsyncIterator[str]:
-    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    found = threading.Event()
-    url: list[str] = []
-    lines: list[str] = []
-
-    def read_stderr() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            match = re.search(r"serving MCP at (http://\S+)", line)
-            if match and not url:
-                url.append(match.group(1))
-                found.set()
-        found.set()
-
-    threading.Thread(target=read_stderr, daemon=True).start()
-    try:
-        await anyio.to_thread.run_sync(found.wait, HANG)
-        check(bool(url), f"toolcell serve --http printed its address; stderr: {''.join(lines)!r}")
-        yield url[0]
-    finally:
-        process.terminate()
-        try:
-            process.wait(HANG)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    warnings = "".join(lines)
-    check("--tools nothing_* matches no tool" in warnings,
-          f"a glob matching nothing is a warning: {warnings!r}")
-
-
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--toolcell", required=True)
-    parser.add_argument("--transport", choices=["stdio", "http"], required=True)
-    options = parser.parse_args()
-    toolcell = str(Path(options.toolcell).resolve())
+    options = options_parser(__doc__).parse_args()
+    toolcell = options.toolcell
 
     with tempfile.TemporaryDirectory() as plugins_dir, tempfile.TemporaryDirectory() as root:
         plugins = Path(plugins_dir)
@@ -263,8 +194,12 @@ async def main() -> None:
             server: Any = StdioServerParameters(command=toolcell, args=args, env=env, cwd=root)
             tags = [await session(server) for _ in range(2)]
         else:
-            async with http_server([toolcell, *args, "--http", "127.0.0.1:0"], env) as url:
+            stderr: list[str] = []
+            async with http_server([toolcell, *args, "--http", "127.0.0.1:0"], env, stderr) as url:
                 tags = [await session(url) for _ in range(2)]
+            warnings = "".join(stderr)
+            check("--tools nothing_* matches no tool" in warnings,
+                  f"a glob matching nothing is a warning: {warnings!r}")
         check(tags[0] != tags[1], f"each session has its own nonce: {tags}")
         ok("each session has its own envelope nonce")
     print("all checks passed", flush=True)
