@@ -10,7 +10,7 @@
 //! transports, and the HTTP server's sessions, token and address rules.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -19,23 +19,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+mod common;
+use common::{HANG_LIMIT, cache_dir, collect, drain, wait, workspace_root};
+
 /// The binary under test.
 const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
-
-/// A run taking longer than this is a hang.
-const HANG_LIMIT: Duration = Duration::from_secs(180);
-
-/// The compiled-code cache shared with the other test suites.
-fn cache_dir() -> PathBuf {
-    std::env::temp_dir().join("toolcell-test-cache")
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the host crate lives in the workspace")
-        .to_path_buf()
-}
 
 /// Runs tests/mcp/client.py for one transport and protocol mode; panics with its
 /// output unless every check passed.
@@ -111,36 +99,6 @@ fn python_client_over_http_with_discovery() {
 // ---------------------------------------------------------------------------------
 // The stdio contract, in plain JSON-RPC
 // ---------------------------------------------------------------------------------
-
-fn drain(mut reader: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    thread::spawn(move || {
-        let mut text = String::new();
-        let _ = reader.read_to_string(&mut text);
-        let _ = sender.send(text);
-    });
-    receiver
-}
-
-fn collect(receiver: mpsc::Receiver<String>) -> String {
-    receiver.recv_timeout(HANG_LIMIT).unwrap_or_default()
-}
-
-/// Waits for `child` to exit; kills it and returns None after `limit`.
-fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            return status.code();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// A `toolcell serve` over stdio with `plugins` (file name, Lua source).
 struct StdioServer {

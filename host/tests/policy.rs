@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+mod common;
+use common::{HANG_LIMIT, cache_dir, collect, drain, wait, workspace_root};
+
 /// The binary under test.
 const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
-
-/// A run taking longer than this is a hang.
-const HANG_LIMIT: Duration = Duration::from_secs(120);
 
 /// Plugin `policy`: `writes` counts the calls that reached the write tools.
 const PLUGIN: &str = r#"
@@ -48,17 +48,6 @@ clm.tool_register("fail", {
   invoke = function(_, ctx) ctx:fail("no luck") end,
 })
 "#;
-
-fn cache_dir() -> PathBuf {
-    std::env::temp_dir().join("toolcell-test-cache")
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the host crate lives in the workspace")
-        .to_path_buf()
-}
 
 /// A directory with `policy.lua`, and a file root beside it.
 struct Setup {
@@ -145,36 +134,6 @@ fn run_with(command: &mut Command, input: Option<&str>) -> Run {
 
 fn run(command: &mut Command) -> Run {
     run_with(command, None)
-}
-
-fn drain(mut reader: impl Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (sender, receiver) = mpsc::channel();
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = reader.read_to_end(&mut bytes);
-        let _ = sender.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    receiver
-}
-
-fn collect(receiver: mpsc::Receiver<String>) -> String {
-    receiver.recv_timeout(HANG_LIMIT).unwrap_or_default()
-}
-
-/// Waits for `child`, killing it past `limit`; its exit code.
-fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for toolcell") {
-            return status.code();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("toolcell hung for more than {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// The tool names `list` prints, in any format.
