@@ -13,8 +13,8 @@ use crate::errors::{self, api_error, type_name};
 use crate::scheduler::{self, CallId, Ending, Strand};
 use crate::{json, ops, sandbox, tasks, watchdog};
 
-/// The runtime's Lua code (see prelude.lua).
-const PRELUDE: &str = include_str!("prelude.lua");
+/// The runtime's Lua code (src/prelude.lua, without its comments: see build.rs).
+const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
 
 /// Longest tool name; names are `[A-Za-z0-9_-]` so they are valid function names for
 /// every model provider's tool schema.

@@ -79,6 +79,8 @@ pub fn prepare() -> Result<(), String> {
         )
     })?;
     RUNTIME.set(Some(Runtime { lua, loaded: false }));
+    #[cfg(target_arch = "wasm32")]
+    crate::allocator::trim_heap();
     Ok(())
 }
 
