@@ -63,4 +63,17 @@ export const guest = plugin([
       return ctx.readText(args.path);
     },
   }),
+  tool({
+    name: 'js_count_words',
+    title: 'Count words',
+    description: 'Counts words',
+    schema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    outputSchema: { type: 'object', properties: { words: { type: 'integer' } }, required: ['words'] },
+    noPrompt: true,
+    *run(args, ctx) {
+      const words = args.text.split(/\s+/).filter((word) => word.length > 0);
+      words.forEach((_, index) => ctx.progress(index + 1, words.length));
+      return { words: words.length };
+    },
+  }),
 ]);

@@ -74,4 +74,23 @@ async def note_read(args, ctx):
     return ctx.read_text(args["path"])
 
 
+@plugin.tool(
+    "py_count_words",
+    "Counts words",
+    {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    no_prompt=True,
+    title="Count words",
+    output_schema={
+        "type": "object",
+        "properties": {"words": {"type": "integer"}},
+        "required": ["words"],
+    },
+)
+async def count_words(args, ctx):
+    words = args["text"].split()
+    for done in range(1, len(words) + 1):
+        ctx.progress(done, len(words))
+    return {"words": len(words)}
+
+
 Guest = plugin.guest_class()

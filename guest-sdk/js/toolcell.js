@@ -29,7 +29,9 @@ let debugLog = false;
 const GeneratorFunction = Object.getPrototypeOf(function* () {}).constructor;
 const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
 
-/** Describes one tool. `run` is a generator function (args, ctx). A tool that breaks a
+/** Describes one tool. `run` is a generator function (args, ctx). A tool with an
+ * `outputSchema` (an object schema) returns a value the schema accepts: the host checks
+ * it and MCP clients get it as structured content. A tool that breaks a
  * rule is refused here, when the module registers it, which is when the plugin is built
  * (componentize-js runs the module's top level then): the build stops with the reason. */
 export function tool(spec) {
@@ -165,6 +167,20 @@ class Ctx {
   config() {
     const text = host.config(pluginName) ?? host.config(this.tool);
     return text === undefined ? undefined : JSON.parse(text);
+  }
+
+  /** Reports how far the call has come: `done` units of work, out of `total` when
+   * known. The host forwards the latest report to the caller, at most one every 100 ms;
+   * a ToolError says which value is out of range. */
+  progress(done, total, message) {
+    hostCall(() =>
+      host.progress(
+        this.call,
+        Number(done),
+        total === undefined || total === null ? undefined : Number(total),
+        message === undefined || message === null ? undefined : String(message),
+      ),
+    );
   }
 
   /** Appends a line to the debug log (nothing when the user did not enable it). */
@@ -307,6 +323,8 @@ export function plugin(tools) {
         timeoutMs: spec.timeoutMs,
         noPrompt: Boolean(spec.noPrompt),
         hidden: Boolean(spec.hidden),
+        title: spec.title,
+        outputSchema: spec.outputSchema === undefined ? undefined : JSON.stringify(spec.outputSchema),
       }));
     },
 

@@ -15,6 +15,8 @@
 ---@field timeout_ms? integer The call's deadline in milliseconds, waiting included (default: the manifest's, else 30000).
 ---@field no_prompt? boolean The tool has no side effects worth confirming: skip the permission prompt.
 ---@field hidden? boolean Leave the tool out of the list the model sees; it can still be called by name.
+---@field title? string A short human-readable name for user interfaces (MCP's `title`).
+---@field output_schema? table The JSON Schema (type "object") of the tool's structured result; complete with `ctx:complete_json`.
 
 --- The context of one tool call, the second argument of `invoke`. Only the call's main
 --- coroutine may end it.
@@ -25,6 +27,18 @@ local Ctx = {}
 --- `complete` or `fail` is an error.
 ---@param result string
 function Ctx:complete(result) end
+
+--- Ends the call successfully with `value` as JSON text (as `json.encode` gives it);
+--- a tool with an `output_schema` completes this way, and the host checks the value.
+---@param value any
+function Ctx:complete_json(value) end
+
+--- Reports how far the call has come: `done` units (0 or more), out of `total` (more
+--- than 0) when known. The caller gets the latest report at most every 100 ms.
+---@param done number
+---@param total? number
+---@param message? string
+function Ctx:progress(done, total, message) end
 
 --- Ends the call with a failure; the model sees "[tool failed: MESSAGE]".
 ---@param message string

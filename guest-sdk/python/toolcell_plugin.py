@@ -151,6 +151,18 @@ class Ctx:
             text = host.config(self.tool)
         return None if text is None else json.loads(text)
 
+    def progress(self, done, total=None, message=None):
+        """Reports how far the call has come: ``done`` units of work, out of ``total``
+        when known. The host forwards the latest report to the caller, at most one
+        every 100 ms; ToolError says which value is out of range."""
+        _host_call(
+            host.progress,
+            self.call_id,
+            float(done),
+            None if total is None else float(total),
+            None if message is None else str(message),
+        )
+
     def log(self, message):
         """Appends a line to the debug log (nothing when the user did not enable it)."""
         if self._plugin.debug_log:
@@ -267,8 +279,11 @@ class Plugin:
         self.name = ""
         self.debug_log = False
 
-    def tool(self, name, description="", schema=None, timeout_ms=None, no_prompt=False, hidden=False):
-        """Registers an ``async def handler(args, ctx)`` as a tool."""
+    def tool(self, name, description="", schema=None, timeout_ms=None, no_prompt=False,
+             hidden=False, title=None, output_schema=None):
+        """Registers an ``async def handler(args, ctx)`` as a tool. A tool with an
+        ``output_schema`` (an object schema) returns a value the schema accepts: the
+        host checks it and MCP clients get it as structured content."""
         if not isinstance(name, str) or not _TOOL_NAME.match(name):
             raise ValueError(f"tool name {name!r} must be 1 to 64 letters, digits, '_' or '-'")
         if name in self.tools:
@@ -292,6 +307,8 @@ class Plugin:
                     timeout_ms=timeout_ms,
                     no_prompt=no_prompt,
                     hidden=hidden,
+                    title=title,
+                    output_schema=None if output_schema is None else json.dumps(output_schema),
                 ),
                 handler,
             )

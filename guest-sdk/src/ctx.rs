@@ -213,6 +213,20 @@ impl Ctx {
         }
     }
 
+    /// Reports how far the call has come: `done` units of work, out of `total` when
+    /// known, with an optional message. The host forwards the latest report to the
+    /// caller (an MCP client that asked for progress, an embedder), at most one every
+    /// 100 ms. The error says which value is out of range (`done` must be finite and
+    /// 0 or more, `total` finite and more than 0).
+    pub fn progress(
+        &self,
+        done: f64,
+        total: Option<f64>,
+        message: Option<&str>,
+    ) -> Result<(), Error> {
+        host::progress(self.call, done, total, message).map_err(Error::new)
+    }
+
     /// Appends a line to the debug log (nothing when the user did not enable it).
     pub fn log(&self, message: &str) {
         if runtime::debug_log_enabled() {

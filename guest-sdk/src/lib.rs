@@ -109,8 +109,8 @@ macro_rules! export {
     };
 }
 
-/// Embeds the plugin's manifest (TOML text, see toolcell's README) in the component,
-/// where toolcell finds it: `manifest!(include_str!("../toolcell.toml"))`.
+/// Embeds the plugin's manifest (TOML text, see toolcell's docs/configuration.md) in the
+/// component, where toolcell finds it: `manifest!(include_str!("../toolcell.toml"))`.
 #[macro_export]
 macro_rules! manifest {
     ($text:expr) => {

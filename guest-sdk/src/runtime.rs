@@ -83,6 +83,8 @@ pub fn load(request: LoadRequest, plugin: fn() -> Plugin) -> Result<Vec<ToolSpec
             timeout_ms,
             no_prompt: tool.no_prompt,
             hidden: tool.hidden,
+            title: tool.title.clone(),
+            output_schema: tool.output_schema.as_ref().map(ToString::to_string),
         });
     }
     LOADED.set(Some(Rc::new(Loaded {

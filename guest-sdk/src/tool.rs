@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::{Ctx, Error};
@@ -24,7 +25,16 @@ pub struct Tool {
     pub(crate) timeout: Option<Duration>,
     pub(crate) no_prompt: bool,
     pub(crate) hidden: bool,
+    pub(crate) title: Option<String>,
+    pub(crate) output_schema: Option<serde_json::Value>,
     pub(crate) handler: Handler,
+}
+
+/// The JSON Schema of `T` as a model reads it (no meta-schema URI).
+fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(T);
+    schema.remove("$schema");
+    schema.to_value()
 }
 
 impl Tool {
@@ -37,10 +47,31 @@ impl Tool {
         F: Fn(A, Ctx) -> Fut + 'static,
         Fut: Future<Output = Result<String, Error>> + 'static,
     {
-        let mut schema = schemars::schema_for!(A);
-        // The meta-schema URI means nothing to a model.
-        schema.remove("$schema");
-        Self::with_schema(name, description, schema.to_value(), handler)
+        Self::with_schema(name, description, schema_of::<A>(), handler)
+    }
+
+    /// A tool with a structured result: the handler returns a value of `O` (a struct,
+    /// `#[derive(Serialize, JsonSchema)]`), whose schema is the tool's output schema.
+    /// The host checks each result against it, and MCP clients get the value as
+    /// structured content; the model reads its JSON text.
+    pub fn structured<A, O, F, Fut>(name: &str, description: &str, handler: F) -> Tool
+    where
+        A: DeserializeOwned + schemars::JsonSchema + 'static,
+        O: Serialize + schemars::JsonSchema + 'static,
+        F: Fn(A, Ctx) -> Fut + 'static,
+        Fut: Future<Output = Result<O, Error>> + 'static,
+    {
+        let handler = Rc::new(handler);
+        let mut tool = Self::new(name, description, move |args: A, ctx: Ctx| {
+            let handler = handler.clone();
+            async move {
+                let output = handler(args, ctx).await?;
+                serde_json::to_string(&output)
+                    .map_err(|error| Error::new(format!("the result is not JSON: {error}")))
+            }
+        });
+        tool.output_schema = Some(schema_of::<O>());
+        tool
     }
 
     /// A tool with a schema written by hand (JSON Schema of the arguments object).
@@ -67,8 +98,16 @@ impl Tool {
             timeout: None,
             no_prompt: false,
             hidden: false,
+            title: None,
+            output_schema: None,
             handler,
         }
+    }
+
+    /// A short human-readable name for user interfaces (MCP's `title`).
+    pub fn title(mut self, title: &str) -> Tool {
+        self.title = Some(title.to_string());
+        self
     }
 
     /// The tool's own call deadline (default: the plugin's, from its manifest or the

@@ -87,6 +87,8 @@ pub mod v0_1 {
             timeout_ms: spec.timeout_ms,
             no_prompt: spec.no_prompt,
             hidden: spec.hidden,
+            title: None,
+            output_schema: None,
         }
     }
 

@@ -3,8 +3,21 @@
 //! ```toml
 //! [tools.weather]            # becomes clm.config in the plugin whose id (for a .lua
 //! api_key = "..."            # without a manifest: its file stem) or one of whose tools is `weather`
+//! description = "..."        # also what the model reads about tool `weather` (a name,
+//!                            # path or alias), instead of the plugin's description
+//! max_concurrent = 2         # toolcell's, not the plugin's: calls of tool `weather` at once
+//!
+//! [aliases]                  # the model sees (and calls) a tool under these names
+//! read_note = "acme/notes/note_read"   # a tool path, or a name
+//! get_note = "acme/notes/note_read"
+//!
+//! [permissions]              # which calls run, ask first, or are refused (see `policy`)
+//! default = "ask"
+//! allow = ["hello", "units/*", "$readonly"]
+//! deny = ["danger*"]
 //!
 //! [limits]                   # every plugin (all keys optional)
+//! max_concurrent = 0         # calls of the whole runtime at once (0: no cap)
 //! memory_mib = 8
 //! call_timeout_ms = 30000
 //! load_timeout_ms = 500
@@ -24,6 +37,7 @@
 //!                            # this file's directory)
 //!
 //! [output]                   # what the model sees (see `output`; all keys optional)
+//! untrusted = "envelope"     # or "plain" (the default); see `envelope`
 //! max_lines = 2000
 //! max_bytes = 51200
 //! max_description_bytes = 4096
@@ -36,7 +50,9 @@
 //! keys = ["BASE64 public key"]
 //! unsigned = "allow"         # or "refuse"
 //!
-//! [plugins.weather.limits]   # one plugin (by id), over the global values
+//! [plugins.weather]          # one plugin (by id)
+//! max_concurrent = 4         # its calls at once
+//! [plugins.weather.limits]   # over the global values
 //! memory_mib = 16
 //! [plugins.weather.http]
 //! allow = ["api.weather.example"]
@@ -44,6 +60,7 @@
 //! access = "read-only"
 //! [plugins.weather.output]
 //! max_bytes = 102400
+//! untrusted = "plain"        # a trusted plugin's output stays plain
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -52,20 +69,36 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::envelope::{OutputPolicy, UntrustedOutput};
 use crate::files::FileAccess;
 use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
 use crate::limits::{Limits, MIB};
+use crate::manifest::check_id;
+use crate::names::split_path;
 use crate::output::{self, OutputLimits};
+use crate::policy::{CommandLineRules, PermissionsSection, Rules};
 use crate::results::{self, ResultStore};
+use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 use crate::signature::TrustPolicy;
+
+/// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
+/// the plugin's `clm.config`.
+const TOOL_MAX_CONCURRENT: &str = "max_concurrent";
 
 /// A parsed configuration file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// `[tools.NAME]`: each plugin's `clm.config`.
+    /// `[tools.NAME]`: each plugin's `clm.config` (less `max_concurrent`, which is
+    /// toolcell's); a `description` there is also what the model reads about tool NAME.
     #[serde(default)]
     pub tools: BTreeMap<String, toml::Table>,
+    /// `[aliases]`: ALIAS = "TOOL" (a path or a name); the model sees the tool as ALIAS.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+    /// `[permissions]`: the rules of the permission policy.
+    #[serde(default)]
+    pub permissions: PermissionsSection,
     /// `[limits]` for every plugin.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -139,6 +172,8 @@ pub struct LimitsSection {
     pub log_bytes_per_second: Option<usize>,
     /// Log bytes the plugin may write at once beyond its rate.
     pub log_burst_bytes: Option<usize>,
+    /// In `[limits]` only: how many calls of the whole runtime run at once (0: no cap).
+    pub max_concurrent: Option<usize>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -158,10 +193,13 @@ pub struct HttpSection {
     pub max_redirects: Option<usize>,
 }
 
-/// `[output]`: the output policy (see `output`) and the result store (`results`).
+/// `[output]`: the output policy (see `output`), the result store (`results`), and
+/// the envelope of untrusted output (see `envelope`).
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSection {
+    /// Whether output is enveloped as untrusted; plain when absent.
+    pub untrusted: Option<UntrustedOutput>,
     /// The most lines of a result the model sees.
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
@@ -178,8 +216,8 @@ pub struct OutputSection {
     pub tools: BTreeMap<String, OutputLimitsSection>,
 }
 
-/// The output limits of one plugin (`[plugins.ID.output]`) or tool
-/// (`[output.tools.NAME]`).
+/// The output limits of one tool (`[output.tools.NAME]`), or of a plugin or every
+/// tool as a layer under it.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OutputLimitsSection {
@@ -195,6 +233,8 @@ pub struct OutputLimitsSection {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSection {
+    /// How many calls of this plugin run at once (0: no cap).
+    pub max_concurrent: Option<usize>,
     /// Limits for this plugin, over `[limits]`.
     #[serde(default)]
     pub limits: LimitsSection,
@@ -204,10 +244,41 @@ pub struct PluginSection {
     /// File access for this plugin, over `[files]`.
     #[serde(default)]
     pub files: PluginFilesSection,
-    /// Output limits for this plugin's tools, over `[output]`.
+    /// Output limits for this plugin's tools, and whether its output is enveloped,
+    /// over `[output]`.
     #[serde(default)]
-    pub output: OutputLimitsSection,
+    pub output: PluginOutputSection,
 }
+
+/// `[plugins.ID.output]`: one plugin's output limits, and whether its output is
+/// enveloped as untrusted.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginOutputSection {
+    /// The most lines of a result the model sees.
+    pub max_lines: Option<usize>,
+    /// The most bytes of a result the model sees.
+    pub max_bytes: Option<usize>,
+    /// The longest tool description the model sees, in bytes.
+    pub max_description_bytes: Option<usize>,
+    /// Whether this plugin's output is enveloped as untrusted, over `[output]`.
+    pub untrusted: Option<UntrustedOutput>,
+}
+
+impl PluginOutputSection {
+    /// Its output limits.
+    fn limits(&self) -> OutputLimitsSection {
+        OutputLimitsSection {
+            max_lines: self.max_lines,
+            max_bytes: self.max_bytes,
+            max_description_bytes: self.max_description_bytes,
+        }
+    }
+}
+
+/// The key of `[tools.NAME]` the host reads as the tool's description; the plugin
+/// still finds it in `clm.config` with the rest of the table.
+const DESCRIPTION_KEY: &str = "description";
 
 /// An `allow` entry of an `[http]` section that is not a host grant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -267,18 +338,110 @@ impl Config {
                 .http
                 .policy(&[])
                 .map_err(|error| ConfigError(format!("[plugins.{name}.http] {error}")))?;
+            if plugin.limits.max_concurrent.is_some() {
+                return Err(ConfigError(format!(
+                    "[plugins.{name}.limits] max_concurrent: a plugin's cap goes in [plugins.{name}] max_concurrent"
+                )));
+            }
         }
+        for (alias, target) in &config.aliases {
+            if !is_valid_tool_name(alias) {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias:?} is not a valid tool name (use 1 to {MAX_TOOL_NAME} \
+                     letters, digits, '_' or '-')"
+                )));
+            }
+            let target_ok = match split_path(target) {
+                Some((id, tool)) => check_id(id).is_ok() && is_valid_tool_name(tool),
+                None => is_valid_tool_name(target),
+            };
+            if !target_ok {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias} = {target:?} names no tool: give a tool path \
+                     (PLUGIN-ID/TOOL) or a tool name"
+                )));
+            }
+        }
+        for (name, table) in &config.tools {
+            if let Some(description) = table.get(DESCRIPTION_KEY)
+                && !description.is_str()
+            {
+                return Err(ConfigError(format!(
+                    "[tools.{name}] description must be a string (what the model reads \
+                     about the tool), got a {}",
+                    description.type_str()
+                )));
+            }
+        }
+        Rules::new(&config.permissions, &CommandLineRules::default())
+            .map_err(|error| ConfigError(error.to_string()))?;
+        config.tool_caps()?;
         Ok(config)
     }
 
-    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it.
+    /// The descriptions `[tools.NAME] description` gives, by NAME.
+    pub fn tool_descriptions(&self) -> HashMap<String, String> {
+        self.tools
+            .iter()
+            .filter_map(|(name, table)| {
+                let description = table.get(DESCRIPTION_KEY)?.as_str()?;
+                Some((name.clone(), description.to_string()))
+            })
+            .collect()
+    }
+
+    /// Which plugins' output is enveloped: `mode` (the command line) over `[output]`,
+    /// then each plugin's own `[plugins.ID.output]` over both.
+    pub fn untrusted_policy(&self, mode: Option<UntrustedOutput>) -> OutputPolicy {
+        OutputPolicy {
+            mode: mode.or(self.output.untrusted).unwrap_or_default(),
+            plugins: self
+                .plugins
+                .iter()
+                .filter_map(|(id, plugin)| Some((id.clone(), plugin.output.untrusted?)))
+                .collect(),
+        }
+    }
+
+    /// `[tools.NAME] max_concurrent` of every tool that sets it.
+    pub fn tool_caps(&self) -> Result<HashMap<String, usize>, ConfigError> {
+        let mut caps = HashMap::new();
+        for (name, table) in &self.tools {
+            let Some(value) = table.get(TOOL_MAX_CONCURRENT) else {
+                continue;
+            };
+            let cap = value
+                .as_integer()
+                .and_then(|cap| usize::try_from(cap).ok())
+                .ok_or_else(|| {
+                    ConfigError(format!(
+                        "[tools.{name}] max_concurrent: expected a whole number of calls (0 or more), got {value}"
+                    ))
+                })?;
+            caps.insert(name.clone(), cap);
+        }
+        Ok(caps)
+    }
+
+    /// `[plugins.ID] max_concurrent` of every plugin that sets it.
+    pub fn plugin_caps(&self) -> HashMap<String, usize> {
+        self.plugins
+            .iter()
+            .filter_map(|(id, plugin)| Some((id.clone(), plugin.max_concurrent?)))
+            .collect()
+    }
+
+    /// Each `[tools.NAME]` table as JSON object text, as plugins receive it: without
+    /// toolcell's own key, `max_concurrent`.
     pub fn tool_config_json(&self) -> HashMap<String, String> {
         self.tools
             .iter()
             .map(|(name, table)| {
+                let mut table = table.clone();
+                table.remove(TOOL_MAX_CONCURRENT);
                 (
                     name.clone(),
-                    toml_to_json(&toml::Value::Table(table.clone())).to_string(),
+                    toml_to_json(&toml::Value::Table(table)).to_string(),
                 )
             })
             .collect()
@@ -296,7 +459,7 @@ impl Config {
             self.output.tools.get(tool).cloned().unwrap_or_default(),
             self.plugins
                 .get(plugin)
-                .map(|section| section.output.clone())
+                .map(|section| section.output.limits())
                 .unwrap_or_default(),
             global,
         ]

@@ -25,6 +25,7 @@ mod debug_log;
 #[cfg(feature = "oci")]
 pub mod distribution;
 pub mod engine;
+pub mod envelope;
 pub mod files;
 pub mod grants;
 mod guest;
@@ -36,9 +37,12 @@ mod log_listener;
 pub mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod names;
 mod outcome;
 pub mod output;
 pub mod pack;
+pub mod policy;
+pub mod progress;
 #[cfg(feature = "watch")]
 pub mod reload;
 pub mod results;
@@ -51,6 +55,8 @@ mod schema_budget;
 pub mod signature;
 mod snapshot;
 mod source;
+pub mod stats;
+pub mod strict_schema;
 pub mod trusted;
 mod validation;
 pub mod wit_version;
@@ -58,8 +64,9 @@ pub mod wit_version;
 pub use engine::Engine;
 pub use log_listener::LogListener;
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
+pub use progress::{BadProgress, Progress, ProgressUpdates};
 pub use runtime::{
-    BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, PluginInfo,
-    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Severity, ToolInfo,
+    BuildError, Call, CallOptions, Diagnostic, DiagnosticKind, InvokeError, ListedTool, PluginInfo,
+    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, Scope, Session, Severity, ToolInfo,
 };
 pub use sandbox::MemoryUse;

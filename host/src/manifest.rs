@@ -3,7 +3,7 @@
 //! A manifest is a small TOML document:
 //!
 //! ```toml
-//! id = "weather"                 # 1-64 of a-z 0-9 - . _
+//! id = "acme/weather"            # NAME or NAMESPACE/NAME, each 1-64 of a-z 0-9 - . _
 //! version = "1.2.0"              # semantic version
 //! description = "Current weather for a city"
 //!
@@ -30,7 +30,7 @@ use crate::http::HostGrant;
 /// The name of the custom section that holds a `.wasm` plugin's manifest.
 pub const MANIFEST_SECTION: &str = "toolcell-manifest";
 
-/// The longest plugin id.
+/// The longest segment of a plugin id.
 pub const MAX_ID_LEN: usize = 64;
 
 /// A plugin's identity and the capabilities it asks for.
@@ -249,23 +249,38 @@ impl Manifest {
     }
 }
 
-/// Checks a plugin id: 1 to 64 characters of `a-z`, `0-9`, `-`, `.` and `_`.
+/// Checks a plugin id: one segment (`notes`), or a namespace and a name (`acme/notes`),
+/// each segment 1 to 64 characters of `a-z`, `0-9`, `-`, `.` and `_`.
 pub fn check_id(id: &str) -> Result<(), ManifestError> {
     if id.is_empty() {
         return Err(ManifestError("`id` is empty".to_string()));
     }
-    if id.len() > MAX_ID_LEN {
+    let segments: Vec<&str> = id.split('/').collect();
+    if segments.len() > 2 {
         return Err(ManifestError(format!(
-            "`id` {id:?} is longer than {MAX_ID_LEN} characters"
+            "`id` {id:?} has {} segments; an id is NAME or NAMESPACE/NAME",
+            segments.len()
         )));
     }
-    if let Some(bad) = id
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_')))
-    {
-        return Err(ManifestError(format!(
-            "`id` {id:?} contains {bad:?}; an id uses only a-z, 0-9, '-', '.' and '_'"
-        )));
+    for segment in segments {
+        if segment.is_empty() {
+            return Err(ManifestError(format!(
+                "`id` {id:?} has an empty segment; an id is NAME or NAMESPACE/NAME"
+            )));
+        }
+        if segment.len() > MAX_ID_LEN {
+            return Err(ManifestError(format!(
+                "`id` {id:?} has a segment longer than {MAX_ID_LEN} characters"
+            )));
+        }
+        if let Some(bad) = segment.chars().find(|c| {
+            !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_'))
+        }) {
+            return Err(ManifestError(format!(
+                "`id` {id:?} contains {bad:?}; an id uses only a-z, 0-9, '-', '.' and '_', \
+                 and one '/' after a namespace"
+            )));
+        }
     }
     Ok(())
 }
@@ -357,10 +372,32 @@ mod tests {
 
     #[test]
     fn ids_follow_the_rule() {
-        for good in ["a", "hello", "a-b.c_d", "0", &"x".repeat(64)] {
+        let long = "x".repeat(64);
+        let namespaced = format!("{long}/{long}");
+        for good in [
+            "a",
+            "hello",
+            "a-b.c_d",
+            "0",
+            &long,
+            "acme/notes",
+            "io.github.corp/mcp",
+            &namespaced,
+        ] {
             assert!(check_id(good).is_ok(), "{good:?} must be accepted");
         }
-        for bad in ["", "Hello", "a b", "a/b", "é", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "Hello",
+            "a b",
+            "a/b/c",
+            "/a",
+            "a/",
+            "acme/Notes",
+            "é",
+            &"x".repeat(65),
+            &format!("a/{long}x"),
+        ] {
             assert!(check_id(bad).is_err(), "{bad:?} must be refused");
         }
     }

@@ -12,9 +12,9 @@ use std::borrow::Cow;
 ///
 /// Every variant but [`Completed`](CallOutcome::Completed) is a failure, which the model
 /// sees as `[tool failed: MESSAGE]` ([`CallOutcome::model_text`]); the variant says what
-/// failed, the message says it in words. More kinds may come (a call refused by a
-/// permission rule, say), so the enum is `#[non_exhaustive]`: match the kinds you act
-/// on and keep a `_` arm, or ask [`CallOutcome::is_completed`].
+/// failed, the message says it in words. More kinds may come, so the enum is
+/// `#[non_exhaustive]`: match the kinds you act on and keep a `_` arm, or ask
+/// [`CallOutcome::is_completed`].
 ///
 /// ```
 /// use toolcell::CallOutcome;
@@ -75,6 +75,17 @@ pub enum CallOutcome {
     /// The plugin's sandbox stopped before the call ended: the runtime was dropped, or
     /// the plugin's actor is gone.
     Stopped(String),
+    /// The permission policy denied the call, which never ran: a rule, a resolver, the
+    /// user's answer (the message ends with their feedback), or nobody to ask. The
+    /// message is `tool 'X' was denied: REASON`.
+    Denied(String),
+    /// A `before` interceptor refused the call, which never ran, or an interceptor
+    /// failed or ran past its timeout (which refuses the call too). The message is
+    /// `tool 'X' was refused: REASON`.
+    Refused(String),
+    /// A `before` interceptor replaced the arguments with ones that break the tool's
+    /// schema; the call never ran.
+    InvalidArguments(String),
 }
 
 /// What stopped a crashed instance.
@@ -136,13 +147,21 @@ impl CallOutcome {
             | CallOutcome::Crashed { message, .. }
             | CallOutcome::Disabled(message)
             | CallOutcome::Cancelled(message)
-            | CallOutcome::Stopped(message) => Some(message),
+            | CallOutcome::Stopped(message)
+            | CallOutcome::Denied(message)
+            | CallOutcome::Refused(message)
+            | CallOutcome::InvalidArguments(message) => Some(message),
         }
+    }
+
+    /// The same kind of outcome with `text` as its output (completed) or its message.
+    pub fn with_text(self, text: String) -> CallOutcome {
+        self.map_text(|_| text)
     }
 
     /// The kind as a stable lower-case label, for logs and metrics: `completed`,
     /// `failed`, `broke_rule`, `timed_out`, `out_of_memory`, `crashed`, `disabled`,
-    /// `cancelled` or `stopped`.
+    /// `cancelled`, `stopped`, `denied`, `refused` or `invalid_arguments`.
     pub fn label(&self) -> &'static str {
         match self {
             CallOutcome::Completed(_) => "completed",
@@ -154,6 +173,40 @@ impl CallOutcome {
             CallOutcome::Disabled(_) => "disabled",
             CallOutcome::Cancelled(_) => "cancelled",
             CallOutcome::Stopped(_) => "stopped",
+            CallOutcome::Denied(_) => "denied",
+            CallOutcome::Refused(_) => "refused",
+            CallOutcome::InvalidArguments(_) => "invalid_arguments",
+        }
+    }
+
+    /// The same outcome with its text (the output, or the failure's message) passed
+    /// through `change`.
+    pub(crate) fn map_text(self, change: impl FnOnce(String) -> String) -> CallOutcome {
+        match self {
+            CallOutcome::Completed(output) => CallOutcome::Completed(change(output)),
+            CallOutcome::Failed(message) => CallOutcome::Failed(change(message)),
+            CallOutcome::BrokeRule(message) => CallOutcome::BrokeRule(change(message)),
+            CallOutcome::TimedOut(message) => CallOutcome::TimedOut(change(message)),
+            CallOutcome::OutOfMemory(message) => CallOutcome::OutOfMemory(change(message)),
+            CallOutcome::Crashed {
+                message,
+                cause,
+                fate,
+                during_another_call,
+            } => CallOutcome::Crashed {
+                message: change(message),
+                cause,
+                fate,
+                during_another_call,
+            },
+            CallOutcome::Disabled(message) => CallOutcome::Disabled(change(message)),
+            CallOutcome::Cancelled(message) => CallOutcome::Cancelled(change(message)),
+            CallOutcome::Stopped(message) => CallOutcome::Stopped(change(message)),
+            CallOutcome::Denied(message) => CallOutcome::Denied(change(message)),
+            CallOutcome::Refused(message) => CallOutcome::Refused(change(message)),
+            CallOutcome::InvalidArguments(message) => {
+                CallOutcome::InvalidArguments(change(message))
+            }
         }
     }
 
@@ -201,7 +254,14 @@ mod tests {
             (CallOutcome::Disabled("m".into()), "disabled"),
             (CallOutcome::Cancelled("m".into()), "cancelled"),
             (CallOutcome::Stopped("m".into()), "stopped"),
+            (CallOutcome::Denied("m".into()), "denied"),
+            (CallOutcome::Refused("m".into()), "refused"),
+            (
+                CallOutcome::InvalidArguments("m".into()),
+                "invalid_arguments",
+            ),
         ] {
+            assert_eq!(outcome.clone().with_text("n".into()).failure(), Some("n"));
             assert_eq!(outcome.model_text(), "[tool failed: m]");
             assert_eq!(outcome.failure(), Some("m"));
             assert_eq!(outcome.label(), label);

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::runtime::ToolInfo;
+use crate::runtime::{ListedTool, ToolInfo};
 
 /// Keywords whose value is an array (JSON Schema 2020-12 and draft-07).
 const ARRAY_KEYWORDS: [&str; 8] = [
@@ -108,57 +108,85 @@ pub enum Format {
     Mcp,
 }
 
-/// The definitions of every tool that is not hidden, in load order, as a JSON array in
-/// `format`: what a provider's API takes as its list of tools.
-pub fn definitions(tools: &[ToolInfo], format: Format) -> Value {
+/// The definitions of `tools` (what a [`Session`](crate::Session) lists), in order, as
+/// a JSON array in `format`: what a provider's API takes as its list of tools.
+pub fn definitions(tools: &[ListedTool], format: Format) -> Value {
     let convert = match format {
         Format::OpenAi => openai_function,
         Format::Anthropic => anthropic_tool,
         Format::Mcp => mcp_tool,
     };
-    Value::Array(
-        tools
-            .iter()
-            .filter(|tool| !tool.hidden)
-            .map(convert)
-            .collect(),
-    )
+    Value::Array(tools.iter().map(convert).collect())
 }
 
 /// A tool as an OpenAI-style function definition (`description` always present, empty
-/// when the plugin gave none).
-pub fn openai_function(tool: &ToolInfo) -> Value {
+/// when there is none).
+pub fn openai_function(tool: &ListedTool) -> Value {
     json!({
         "type": "function",
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": parameters(tool),
+            "parameters": parameters(&tool.tool),
         }
     })
 }
 
-/// A tool as an Anthropic tool definition (no `description` when the plugin gave none).
-pub fn anthropic_tool(tool: &ToolInfo) -> Value {
+/// A tool as an Anthropic tool definition (no `description` when there is none).
+pub fn anthropic_tool(tool: &ListedTool) -> Value {
     with_description(
-        json!({ "name": tool.name, "input_schema": parameters(tool) }),
+        json!({ "name": tool.name, "input_schema": parameters(&tool.tool) }),
         tool,
     )
 }
 
-/// A tool as an MCP `Tool`. One the plugin gave no description is described by its
-/// name: the MCP specification makes the description optional, but clients reject a
-/// tool without one (the official conformance suite among them, which an empty
-/// description does not satisfy either).
-pub fn mcp_tool(tool: &ToolInfo) -> Value {
+/// A tool as an MCP `Tool`, with its `annotations` (see [`mcp_annotations`]), its
+/// `title` when it has one, and its `outputSchema` when it gives structured results that
+/// are not enveloped (an enveloped result is text only). One the plugin gave no
+/// description is described by its name: the MCP specification makes the description
+/// optional, but clients reject a tool without one (the official conformance suite
+/// among them, which an empty description does not satisfy either).
+pub fn mcp_tool(tool: &ListedTool) -> Value {
     let description = match tool.description.as_str() {
         "" => tool.name.as_str(),
         given => given,
     };
-    json!({ "name": tool.name, "description": description, "inputSchema": parameters(tool) })
+    let mut definition = json!({
+        "name": tool.name,
+        "description": description,
+        "inputSchema": parameters(&tool.tool),
+        "annotations": mcp_annotations(tool),
+    });
+    if let Some(object) = definition.as_object_mut() {
+        if let Some(title) = &tool.tool.title {
+            object.insert("title".to_string(), json!(title));
+        }
+        if let Some(schema) = &tool.tool.output_schema
+            && !tool.enveloped
+        {
+            object.insert("outputSchema".to_string(), schema.clone());
+        }
+    }
+    definition
 }
 
-fn with_description(mut definition: Value, tool: &ToolInfo) -> Value {
+/// What MCP's tool annotations say about `tool`: `readOnlyHint` when it changes nothing
+/// (it is `no_prompt`, or its plugin may not write files), `destructiveHint` when it may
+/// (it is not read-only: its plugin may write files), `openWorldHint` when its plugin may
+/// make HTTP requests, and the plugin's `title` when it gave one.
+pub fn mcp_annotations(tool: &ListedTool) -> Value {
+    let mut annotations = json!({
+        "readOnlyHint": tool.read_only,
+        "destructiveHint": !tool.read_only,
+        "openWorldHint": tool.open_world,
+    });
+    if let (Some(title), Some(object)) = (&tool.tool.title, annotations.as_object_mut()) {
+        object.insert("title".to_string(), json!(title));
+    }
+    annotations
+}
+
+fn with_description(mut definition: Value, tool: &ListedTool) -> Value {
     if !tool.description.is_empty()
         && let Some(object) = definition.as_object_mut()
     {
@@ -188,15 +216,25 @@ mod tests {
         );
     }
 
-    fn tool(name: &str, description: &str, schema: Option<Value>, hidden: bool) -> ToolInfo {
-        ToolInfo {
+    fn tool(name: &str, description: &str, schema: Option<Value>) -> ListedTool {
+        ListedTool {
             name: name.to_string(),
             description: description.to_string(),
-            params_schema: schema,
-            timeout: None,
-            no_prompt: false,
-            hidden,
-            plugin: "p".to_string(),
+            tool: ToolInfo {
+                name: "registered".to_string(),
+                path: "p/registered".to_string(),
+                description: "the plugin's".to_string(),
+                params_schema: schema,
+                timeout: None,
+                no_prompt: false,
+                hidden: false,
+                title: None,
+                output_schema: None,
+                plugin: "p".to_string(),
+            },
+            read_only: true,
+            open_world: false,
+            enveloped: false,
         }
     }
 
@@ -204,9 +242,8 @@ mod tests {
     fn each_format_carries_name_description_and_schema_under_its_own_keys() {
         let schema = json!({ "type": "object", "properties": { "q": { "type": "string" } } });
         let tools = [
-            tool("search", "Find things", Some(schema.clone()), false),
-            tool("bare", "", None, false),
-            tool("secret", "Not for models", None, true),
+            tool("search", "Find things", Some(schema.clone())),
+            tool("bare", "", None),
         ];
         assert_eq!(
             definitions(&tools, Format::OpenAi),
@@ -222,11 +259,13 @@ mod tests {
                 { "name": "bare", "input_schema": empty_parameters() },
             ])
         );
+        let annotations =
+            json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": false });
         assert_eq!(
             definitions(&tools, Format::Mcp),
             json!([
-                { "name": "search", "description": "Find things", "inputSchema": schema },
-                { "name": "bare", "description": "bare", "inputSchema": empty_parameters() },
+                { "name": "search", "description": "Find things", "inputSchema": schema, "annotations": annotations },
+                { "name": "bare", "description": "bare", "inputSchema": empty_parameters(), "annotations": annotations },
             ])
         );
     }

@@ -1,10 +1,11 @@
-//! Tool arguments checked against the tool's `params_schema` before the plugin runs.
+//! Values checked against a tool's schemas: its arguments against its `params_schema`
+//! before the plugin runs, its output against its `output_schema` after.
 //!
 //! Each schema is compiled once, when its plugin loads: a schema that is not a valid JSON
 //! Schema (or that refers to documents outside itself) is rejected there, so a call never
 //! meets a broken validator. A call whose arguments fail the check never reaches the
-//! plugin; the error lists every problem (up to [`MAX_LISTED`]) with the JSON pointer of
-//! the offending value, on one line.
+//! plugin; an output that fails it fails the call. The error lists every problem (up to
+//! [`MAX_LISTED`]) with the JSON pointer of the offending value, on one line.
 
 use serde_json::Value;
 
@@ -46,20 +47,20 @@ impl std::fmt::Display for Problems {
 #[error("{0}")]
 pub struct UnusableSchema(pub Problems);
 
-/// What is wrong with a call's arguments: each problem with the JSON pointer of the
-/// offending value, in the order of the pointers.
+/// What is wrong with a call's arguments or a tool's output: each problem with the JSON
+/// pointer of the offending value, in the order of the pointers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ArgumentProblems(pub Problems);
+pub struct ValueProblems(pub Problems);
 
-/// A compiled `params_schema`.
-pub struct ArgumentValidator {
+/// A compiled `params_schema` or `output_schema`.
+pub struct SchemaValidator {
     validator: jsonschema::Validator,
 }
 
-impl std::fmt::Debug for ArgumentValidator {
+impl std::fmt::Debug for SchemaValidator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ArgumentValidator")
+        f.write_str("SchemaValidator")
     }
 }
 
@@ -90,10 +91,10 @@ impl ValidatorCompiler {
     /// Compiles `schema`. The error says why the schema is unusable: not an object, not
     /// valid against its draft's meta-schema, an unknown `$schema`, a bad regular
     /// expression, a `$ref` to another document (toolcell fetches nothing for a plugin).
-    pub fn compile(&self, schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
+    pub fn compile(&self, schema: &Value) -> Result<SchemaValidator, UnusableSchema> {
         if !schema.is_object() {
             return Err(UnusableSchema(Problems::new(vec![format!(
-                "a params_schema must be a JSON object, not {}",
+                "a schema must be a JSON object, not {}",
                 describe(schema)
             )])));
         }
@@ -105,7 +106,7 @@ impl ValidatorCompiler {
             .with_pattern_options(patterns)
             .with_pattern_cache(self.patterns.clone())
             .build(schema)
-            .map(|validator| ArgumentValidator { validator })
+            .map(|validator| SchemaValidator { validator })
             .map_err(|error| {
                 let first = schema_problem(&error);
                 let mut problems = meta_problems(schema);
@@ -117,15 +118,26 @@ impl ValidatorCompiler {
     }
 }
 
-impl ArgumentValidator {
-    /// Checks `args`; the error lists each problem.
-    pub fn check(&self, args: &Value) -> Result<(), ArgumentProblems> {
+impl SchemaValidator {
+    /// Checks a call's `args`; the error lists each problem.
+    pub fn check(&self, args: &Value) -> Result<(), ValueProblems> {
+        self.problems(args, "the arguments")
+    }
+
+    /// Checks a tool's `output` against its output schema; the error lists each
+    /// problem.
+    pub fn check_output(&self, output: &Value) -> Result<(), ValueProblems> {
+        self.problems(output, "the output")
+    }
+
+    /// Checks `value`, called `whole` where a problem concerns all of it.
+    fn problems(&self, value: &Value, whole: &str) -> Result<(), ValueProblems> {
         let mut problems: Vec<(String, String)> = self
             .validator
-            .iter_errors(args)
+            .iter_errors(value)
             .map(|error| {
                 let pointer = error.instance_path().as_str().to_string();
-                let problem = describe_problem(&error, &pointer);
+                let problem = describe_problem(&error, &pointer, whole);
                 (pointer, problem)
             })
             .collect();
@@ -134,7 +146,7 @@ impl ArgumentValidator {
         }
         problems.sort();
         problems.dedup();
-        Err(ArgumentProblems(Problems::new(
+        Err(ValueProblems(Problems::new(
             problems.into_iter().map(|(_, problem)| problem).collect(),
         )))
     }
@@ -170,9 +182,9 @@ fn schema_problem(error: &jsonschema::ValidationError<'_>) -> String {
 
 /// One problem, naming where it is: ``value at `/path` is not of type "string"``. The
 /// value itself is never quoted (it may be large, or secret).
-fn describe_problem(error: &jsonschema::ValidationError<'_>, pointer: &str) -> String {
+fn describe_problem(error: &jsonschema::ValidationError<'_>, pointer: &str, whole: &str) -> String {
     let placeholder = if pointer.is_empty() {
-        "the arguments".to_string()
+        whole.to_string()
     } else {
         format!("value at `{pointer}`")
     };
@@ -207,11 +219,11 @@ mod tests {
 
     use super::*;
 
-    fn compile(schema: &Value) -> Result<ArgumentValidator, UnusableSchema> {
+    fn compile(schema: &Value) -> Result<SchemaValidator, UnusableSchema> {
         ValidatorCompiler::new(crate::limits::SchemaBudget::default().pattern_bytes).compile(schema)
     }
 
-    fn validator(schema: Value) -> ArgumentValidator {
+    fn validator(schema: Value) -> SchemaValidator {
         compile(&schema).expect("the schema compiles")
     }
 

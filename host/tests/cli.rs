@@ -13,7 +13,7 @@
 //!   (`--format openai|anthropic|mcp` for each provider's).
 //! * Arguments that fail the tool's `params_schema` are a usage error; the tool never runs.
 //! * `--config`, `--root`, `CLM_DEBUG_LOG`/`TOOLCELL_DEBUG_LOG` and `--allow-http`
-//!   behave as clm-tool(5) and the toolcell README describe.
+//!   behave as clm-tool(5) and docs/cli.md and docs/capabilities.md describe.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -1069,13 +1069,18 @@ fn a_colliding_tool_name_in_one_directory_keeps_the_first_file_by_name() {
     output.assert_completed("from a_early");
     output.assert_stderr_line(&["same", "a_early", "b_late"]);
 
+    // The second stays reachable by its path, and models see it under the path's
+    // wire name.
+    call(plugins.path(), "b_late/same", None).assert_completed("from b_late");
     let (_, functions) = list_json(
         toolcell()
             .args(["list", "--json", "--plugins"])
             .arg(plugins.path()),
     );
-    assert_eq!(functions.len(), 1, "a name is listed once");
+    assert_eq!(function_names(&functions), ["same", "b_late__same"]);
     assert_eq!(functions[0]["function"]["description"], "from from a_early");
+    assert_eq!(functions[1]["function"]["description"], "from from b_late");
+    call(plugins.path(), "b_late__same", None).assert_completed("from b_late");
 }
 
 // ---------------------------------------------------------------------------------
@@ -1236,11 +1241,14 @@ clm.tool_register("internal", { description = "hidden", hidden = true, invoke = 
             json!({ "name": "bare", "input_schema": empty }),
         ]
     );
+    // A .lua without a manifest may write files and reach any host (clm's defaults).
+    let annotations =
+        json!({ "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true });
     assert_eq!(
         list("mcp"),
         vec![
-            json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema }),
-            json!({ "name": "bare", "description": "bare", "inputSchema": empty }),
+            json!({ "name": "search", "description": "Search the notes", "inputSchema": search_schema, "annotations": annotations }),
+            json!({ "name": "bare", "description": "bare", "inputSchema": empty, "annotations": annotations }),
         ]
     );
     let (_, json_output) = list_json(
@@ -2652,8 +2660,9 @@ fn check_reports_problems_with_codes_and_fails_only_on_errors() {
         lines[3].starts_with("error[load_failed] plugin d_junk.wasm failed to load"),
         "{output}"
     );
+    // The twin's tools stay registered, reachable by their paths.
     assert_eq!(
-        lines[4], "2 plugins loaded, 2 tools; 4 errors, 0 warnings",
+        lines[4], "2 plugins loaded, 4 tools; 4 errors, 0 warnings",
         "{output}"
     );
     assert_eq!(lines.len(), 5, "{output}");

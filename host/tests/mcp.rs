@@ -40,19 +40,22 @@ fn workspace_root() -> PathBuf {
 /// Runs tests/mcp/client.py for one transport and protocol mode; panics with its
 /// output unless every check passed.
 fn python_client(transport: &str, mode: &str) {
-    let script = workspace_root().join("tests/mcp/client.py");
+    python_script(
+        "tests/mcp/client.py",
+        &["--transport", transport, "--mode", mode],
+    );
+}
+
+/// Runs the Python script `script` (relative to the workspace) with `--toolcell BIN`
+/// and `args`; panics with its output unless every check passed.
+fn python_script(script: &str, args: &[&str]) {
+    let script = workspace_root().join(script);
     // The interpreter tools/bootstrap installed the SDK for.
     let python = std::env::var("TOOLCELL_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let mut child = Command::new(&python)
         .arg(&script)
-        .args([
-            "--toolcell",
-            TOOLCELL,
-            "--transport",
-            transport,
-            "--mode",
-            mode,
-        ])
+        .args(["--toolcell", TOOLCELL])
+        .args(args)
         .env("TOOLCELL_CACHE_DIR", cache_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -68,8 +71,21 @@ fn python_client(transport: &str, mode: &str) {
     }
     assert!(
         status == Some(0) && stdout.contains("all checks passed"),
-        "the Python MCP client failed ({transport}, {mode}): exit {status:?}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}"
+        "{} {args:?} failed: exit {status:?}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}",
+        script.display()
     );
+}
+
+/// Scopes, aliases, descriptions, the envelope, annotations, structured results and
+/// the plugins' progress as the SDK's client sees them.
+#[test]
+fn python_client_sees_the_model_view_over_stdio() {
+    python_script("tests/mcp/view.py", &["--transport", "stdio"]);
+}
+
+#[test]
+fn python_client_sees_the_model_view_over_http() {
+    python_script("tests/mcp/view.py", &["--transport", "http"]);
 }
 
 #[test]

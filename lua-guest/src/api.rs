@@ -237,6 +237,23 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
         ),
         other => return Err(field_error("params_schema", "a table", &other)),
     };
+    let title = match spec.raw_get::<Value>("title")? {
+        Value::Nil => None,
+        Value::String(text) => Some(text.to_string_lossy()),
+        other => return Err(field_error("title", "a string", &other)),
+    };
+    let output_schema = match spec.raw_get::<Value>("output_schema")? {
+        Value::Nil => None,
+        Value::Table(schema) => Some(
+            json::encode(lua, &Value::Table(schema), json::MAX_DECODE_BYTES).map_err(|error| {
+                api_error(
+                    lua,
+                    format!("clm.tool_register('{name}'): output_schema: {error}"),
+                )
+            })?,
+        ),
+        other => return Err(field_error("output_schema", "a table", &other)),
+    };
     let timeout_ms = match spec.raw_get::<Value>("timeout_ms")? {
         Value::Nil => None,
         value => Some(timeout(&value).ok_or_else(|| {
@@ -291,6 +308,8 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
         timeout_ms,
         no_prompt,
         hidden,
+        title,
+        output_schema,
     });
     registry.invokes.push(invoke);
     drop(registry);
@@ -425,6 +444,50 @@ impl UserData for Ctx {
             let result = string_argument(lua, "ctx:complete", result)?;
             ctx.end(lua, "ctx:complete", Ending::Completed(result))
         });
+        methods.add_method("complete_json", |lua, ctx, value: Value| {
+            let limit = crate::runtime::memory_limit(lua);
+            let text = json::encode(lua, &value, limit)
+                .map_err(|error| api_error(lua, format!("ctx:complete_json: {error}")))?;
+            watchdog::charge_bytes(text.len())?;
+            ctx.end(lua, "ctx:complete_json", Ending::Completed(text))
+        });
+        methods.add_method(
+            "progress",
+            |lua, ctx, (done, total, message): (Value, Value, Value)| {
+                let number = |what: &str, value: &Value| match value {
+                    Value::Integer(n) => Ok(*n as f64),
+                    Value::Number(n) => Ok(*n),
+                    other => Err(api_error(
+                        lua,
+                        format!(
+                            "ctx:progress: {what} must be a number, got {}",
+                            type_name(other)
+                        ),
+                    )),
+                };
+                let done = number("done", &done)?;
+                let total = match &total {
+                    Value::Nil => None,
+                    value => Some(number("total", value)?),
+                };
+                let message = match message {
+                    Value::Nil => None,
+                    Value::String(text) => Some(text.to_string_lossy()),
+                    other => {
+                        return Err(api_error(
+                            lua,
+                            format!(
+                                "ctx:progress: message must be a string, got {}",
+                                type_name(&other)
+                            ),
+                        ));
+                    }
+                };
+                watchdog::charge_host_call(message.as_ref().map_or(0, String::len))?;
+                host::progress(ctx.call, done, total, message.as_deref())
+                    .map_err(|error| api_error(lua, format!("ctx:{error}")))
+            },
+        );
         methods.add_method("fail", |lua, ctx, message: Value| {
             let message = string_argument(lua, "ctx:fail", message)?;
             ctx.end(lua, "ctx:fail", Ending::Failed(message))

@@ -231,7 +231,7 @@ async fn unknown_tools_and_bad_arguments_never_reach_a_plugin() {
         runtime.call("helo", "{}").err(),
         Some(InvokeError::UnknownTool {
             name: "helo".into(),
-            suggestion: Some("hello".into())
+            suggestions: vec!["hello".into()]
         })
     );
     for (args, expected) in [

@@ -175,7 +175,15 @@ fn build_wit_version_guest(version: &str) -> Result<PathBuf, String> {
     )?;
     write(
         &dir.join("src/lib.rs"),
-        &VERSION_GUEST.replace("VERSION", version),
+        &VERSION_GUEST.replace("VERSION", version).replace(
+            "EXTRA_FIELDS",
+            // 0.2.0 added a tool's title and output schema.
+            if version.starts_with("0.1.") {
+                ""
+            } else {
+                "title: None, output_schema: None,"
+            },
+        ),
     )?;
     // The workspace's lock file: the same dependency versions as the other guests.
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock"))
@@ -213,6 +221,7 @@ impl Guest for Versioned {
             timeout_ms: None,
             no_prompt: true,
             hidden: false,
+            EXTRA_FIELDS
         }])
     }
 

@@ -104,6 +104,31 @@ impl Example {
         );
         assert_eq!(output(&runtime, "lua_hi", "{}").await, "hi from Lua");
 
+        // A structured result, with the progress reported on the way.
+        let count = self.tool("count_words");
+        let info = runtime.tool(&count).expect("registered");
+        assert_eq!(info.title.as_deref(), Some("Count words"));
+        assert_eq!(
+            info.output_schema
+                .as_ref()
+                .map(|schema| &schema["required"]),
+            Some(&serde_json::json!(["words"]))
+        );
+        let started = runtime
+            .call(&count, r#"{"text":"one two three"}"#)
+            .expect("call");
+        assert!(started.is_structured());
+        let mut updates = started.progress();
+        let outcome = started.await;
+        let value: serde_json::Value =
+            serde_json::from_str(outcome.output().expect("completed")).expect("JSON output");
+        assert_eq!(value, serde_json::json!({ "words": 3 }));
+        // The last report outlives the call.
+        assert_eq!(
+            updates.next().await.map(|p| (p.done, p.total)),
+            Some((3.0, Some(3.0)))
+        );
+
         // Two sleeping calls overlap.
         let started = Instant::now();
         let sleep = self.tool("sleep");

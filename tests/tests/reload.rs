@@ -86,7 +86,8 @@ async fn an_added_plugin_takes_its_place_in_the_load_order() {
     let mut runtime = fixture.load().await;
     assert_eq!(output(&runtime, "y", "{}").await, "from c");
 
-    // b.lua loads before c.lua, so its registration of `y` wins and c's is reported.
+    // b.lua loads before c.lua, so its registration of `y` holds the name and c's is
+    // reported; c's stays reachable by its path.
     fixture.add_plugin(
         "b.lua",
         &format!("{}{}", answer("y", "from b"), answer("z", "z")),
@@ -96,8 +97,9 @@ async fn an_added_plugin_takes_its_place_in_the_load_order() {
     assert_eq!(diagnostics[0].kind, DiagnosticKind::ToolCollision);
     assert_eq!(diagnostics[0].file, fixture.plugin_dir().join("c.lua"));
     assert_contains(&diagnostics[0].message, &["'y'", "c.lua", "b.lua"]);
-    assert_eq!(names(&runtime), ["x", "y", "z"]);
+    assert_eq!(names(&runtime), ["x", "y", "z", "y"]);
     assert_eq!(output(&runtime, "y", "{}").await, "from b");
+    assert_eq!(output(&runtime, "c/y", "{}").await, "from c");
 
     // Without b.lua, c's `y` is registered again and the collision is gone.
     std::fs::remove_file(fixture.plugin_dir().join("b.lua")).expect("remove b.lua");

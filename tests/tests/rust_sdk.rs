@@ -64,6 +64,33 @@ async fn the_rust_plugin_loads_with_its_manifest_and_derived_schemas() {
 }
 
 #[tokio::test]
+async fn a_structured_tool_declares_its_output_schema_and_reports_progress() {
+    let fixture = fixture();
+    let runtime = load(&fixture).await;
+    let info = runtime.tool("rs_count_words").expect("registered");
+    assert_eq!(info.title.as_deref(), Some("Count words"));
+    // Derived from the output type, like the arguments' schema.
+    let schema = info.output_schema.as_ref().expect("an output schema");
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["required"], serde_json::json!(["words"]));
+    assert_eq!(
+        schema["properties"]["words"]["description"],
+        "How many words the text has."
+    );
+    let started = runtime
+        .call("rs_count_words", r#"{"text":"one two three"}"#)
+        .expect("call");
+    assert!(started.is_structured());
+    let mut updates = started.progress();
+    let outcome = started.await;
+    assert_eq!(outcome.output(), Some(r#"{"words":3}"#));
+    assert_eq!(
+        updates.next().await.map(|p| (p.done, p.total)),
+        Some((3.0, Some(3.0)))
+    );
+}
+
+#[tokio::test]
 async fn typed_arguments_reach_the_handler_and_bad_ones_are_refused_by_the_schema() {
     let fixture = fixture();
     let runtime = load(&fixture).await;

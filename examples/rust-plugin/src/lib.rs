@@ -1,4 +1,5 @@
-//! An example toolcell plugin written in Rust with `toolcell-guest`.
+//! An example toolcell plugin written in Rust with `toolcell-guest`: typed tools,
+//! async handlers, HTTP, timers, tasks, files, config, a structured result, progress.
 //!
 //! Build: `cargo build -p toolcell-example-rust --target wasm32-wasip2 --release`;
 //! the plugin is `target/wasm32-wasip2/release/toolcell_example_rust.wasm`.
@@ -6,7 +7,7 @@
 use std::time::Duration;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toolcell_guest::{Ctx, Error, Plugin, Tool};
 
 /// Arguments of `rs_greet`.
@@ -46,6 +47,20 @@ struct NoteWrite {
 struct NoteRead {
     /// The note's file, relative to the granted root.
     path: String,
+}
+
+/// Arguments of `rs_count_words`.
+#[derive(Deserialize, JsonSchema)]
+struct CountWords {
+    /// The text whose words are counted.
+    text: String,
+}
+
+/// The structured result of `rs_count_words`.
+#[derive(Serialize, JsonSchema)]
+struct WordCount {
+    /// How many words the text has.
+    words: u32,
 }
 
 /// The configuration (`[tools.rust-example]`).
@@ -92,6 +107,18 @@ async fn note_read(args: NoteRead, ctx: Ctx) -> Result<String, Error> {
     ctx.read_to_string(&args.path)
 }
 
+/// Counts the words, reporting progress after each one.
+async fn count_words(args: CountWords, ctx: Ctx) -> Result<WordCount, Error> {
+    let words: Vec<&str> = args.text.split_whitespace().collect();
+    let total = words.len() as f64;
+    for done in 1..=words.len() {
+        ctx.progress(done as f64, Some(total), None)?;
+    }
+    Ok(WordCount {
+        words: words.len() as u32,
+    })
+}
+
 fn plugin() -> Plugin {
     Plugin::new()
         .tool(Tool::new("rs_greet", "Greets someone by name", greet))
@@ -103,6 +130,7 @@ fn plugin() -> Plugin {
         .tool(Tool::new("rs_sleep", "Sleeps, then says so", sleep).no_prompt())
         .tool(Tool::new("rs_note_write", "Writes a note", note_write))
         .tool(Tool::new("rs_note_read", "Reads a note", note_read).no_prompt())
+        .tool(Tool::structured("rs_count_words", "Counts words", count_words).title("Count words"))
 }
 
 toolcell_guest::export!(plugin);

@@ -4,14 +4,17 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use super::{PluginArgs, usage_error};
-use crate::ToolInfo;
+use super::{PluginArgs, ScopeArgs, usage_error};
 use crate::schema::{self, Format};
+use crate::strict_schema as strict;
+use crate::{ListedTool, ToolInfo};
 
 #[derive(Args)]
 pub(super) struct ListArgs {
     #[command(flatten)]
     plugins: PluginArgs,
+    #[command(flatten)]
+    scope: ScopeArgs,
     /// How to print the tools: a table, or the definitions (of the tools that are not
     /// hidden) as a provider's API takes them.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
@@ -19,6 +22,11 @@ pub(super) struct ListArgs {
     /// The same as --format openai.
     #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// With --format openai: OpenAI's strict mode (every property required, optional
+    /// ones nullable, no other properties); a tool whose schema strict mode cannot
+    /// express is left out with an error on stderr, and the exit code is 1.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// What `--format` accepts.
@@ -39,31 +47,62 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ListArgs) -> ExitCode
         Ok(tools) => tools,
         Err(message) => return usage_error(&message),
     };
+    let session = match args.scope.session(&tools) {
+        Ok(session) => session,
+        Err(message) => return usage_error(&message),
+    };
+    let listed = session.tools(&tools);
     let format = match (args.json, args.format) {
         (true, _) | (false, ListFormat::Openai) => Format::OpenAi,
         (false, ListFormat::Anthropic) => Format::Anthropic,
         (false, ListFormat::Mcp) => Format::Mcp,
         (false, ListFormat::Table) => {
-            print!("{}", table(tools.tools()));
+            if args.strict {
+                return usage_error("--strict needs --format openai");
+            }
+            // Without --tools the table also shows hidden tools, which no model sees.
+            let hidden = args.scope.tools.is_empty().then(|| tools.hidden_tools());
+            print!("{}", table(&listed, hidden.as_deref().unwrap_or_default()));
             return ExitCode::SUCCESS;
         }
     };
-    match serde_json::to_string_pretty(&schema::definitions(tools.tools(), format)) {
+    let mut code = ExitCode::SUCCESS;
+    let definitions = if args.strict {
+        if format != Format::OpenAi {
+            return usage_error("--strict needs --format openai");
+        }
+        let mut functions = Vec::new();
+        for tool in &listed {
+            match strict::openai_function(tool) {
+                Ok(function) => functions.push(function),
+                Err(refusal) => {
+                    eprintln!("error: {refusal}");
+                    code = ExitCode::FAILURE;
+                }
+            }
+        }
+        serde_json::Value::Array(functions)
+    } else {
+        schema::definitions(&listed, format)
+    };
+    match serde_json::to_string_pretty(&definitions) {
         Ok(text) => println!("{text}"),
         Err(error) => return usage_error(&format!("cannot encode the tool list: {error}")),
     }
-    ExitCode::SUCCESS
+    code
 }
 
-/// The human table: name, plugin, flags, first line of the description.
-fn table(tools: &[ToolInfo]) -> String {
+/// The human table: the name shown, plugin, flags, first line of the description; the
+/// listed tools, then the hidden ones.
+fn table(listed: &[ListedTool], hidden: &[ListedTool]) -> String {
     let header = ["NAME", "PLUGIN", "FLAGS", "DESCRIPTION"].map(str::to_string);
-    let rows: Vec<[String; 4]> = tools
+    let rows: Vec<[String; 4]> = listed
         .iter()
+        .chain(hidden)
         .map(|tool| {
             [
                 tool.name.clone(),
-                tool.plugin.clone(),
+                tool.tool.plugin.clone(),
                 flags(tool),
                 tool.description
                     .lines()
@@ -90,14 +129,20 @@ fn table(tools: &[ToolInfo]) -> String {
         out.push_str(&row[3]);
         out.push('\n');
     }
-    if tools.is_empty() {
+    if rows.is_empty() {
         out.push_str("(no tools)\n");
     }
     out
 }
 
-fn flags(tool: &ToolInfo) -> String {
+/// The tool's flags; `path=PLUGIN-ID/TOOL` when it is shown under another name than
+/// its own.
+fn flags(listed: &ListedTool) -> String {
+    let tool: &ToolInfo = &listed.tool;
     let mut flags = Vec::new();
+    if listed.name != tool.name {
+        flags.push(format!("path={}", tool.path));
+    }
     if tool.hidden {
         flags.push("hidden".to_string());
     }
@@ -106,6 +151,9 @@ fn flags(tool: &ToolInfo) -> String {
     }
     if let Some(timeout) = tool.timeout {
         flags.push(format!("timeout={}ms", timeout.as_millis()));
+    }
+    if tool.output_schema.is_some() {
+        flags.push("structured".to_string());
     }
     if flags.is_empty() {
         "-".to_string()

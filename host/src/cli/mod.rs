@@ -11,6 +11,7 @@ mod inspect;
 mod list;
 mod new;
 mod pack;
+mod prompt;
 #[cfg(feature = "oci")]
 mod registry;
 mod result;
@@ -26,10 +27,12 @@ use clap::{Args, Parser, Subcommand};
 use crate::atomic_file::{Readers, write_atomically};
 use crate::config::{Config, HttpSection};
 use crate::engine::Options;
+use crate::envelope::UntrustedOutput;
 use crate::files::FileAccess;
 use crate::http::HostGrant;
 use crate::integrity::Pins;
-use crate::{Runtime, RuntimeBuilder};
+use crate::policy::{CommandLineRules, Verdict};
+use crate::{Runtime, RuntimeBuilder, Scope, Session};
 
 /// Exit code of a usage error.
 const USAGE: u8 = 2;
@@ -91,7 +94,7 @@ struct PluginArgs {
     /// A directory of plugins (*.lua, *.wasm); repeatable. Default: ~/.config/toolcell/plugins
     #[arg(long = "plugins", value_name = "DIR")]
     plugins: Vec<PathBuf>,
-    /// A TOML configuration file ([tools.NAME] tables become clm.config; see the README).
+    /// A TOML configuration file ([tools.NAME] tables become clm.config; see docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// The only directory tree clm.read_file / clm.write_file may touch. Default: the
@@ -122,6 +125,16 @@ struct PluginArgs {
     /// Every plugin file must have one of these SHA-256 digests; repeatable
     #[arg(long = "require-sha256", value_name = "HEX")]
     require_sha256: Vec<String>,
+    /// Run the tools matching GLOB without asking: a name, a path PLUGIN-ID/TOOL (`*`
+    /// within a segment, `**` across) or a $preset; repeatable. Before [permissions]
+    #[arg(long = "allow", value_name = "GLOB")]
+    allow: Vec<String>,
+    /// Ask before running the tools matching GLOB; repeatable
+    #[arg(long = "ask", value_name = "GLOB")]
+    ask: Vec<String>,
+    /// Refuse the tools matching GLOB and leave them out of every list; repeatable
+    #[arg(long = "deny", value_name = "GLOB")]
+    deny: Vec<String>,
 }
 
 impl PluginArgs {
@@ -147,9 +160,17 @@ impl PluginArgs {
     /// environment says. Errors are usage errors.
     fn builder(&self, extra_dirs: &[PathBuf]) -> Result<RuntimeBuilder, String> {
         let engine = environment::engine(Options::default()).map_err(|error| error.to_string())?;
+        // Without any permission configuration every tool runs, as it always has on the
+        // command line; `[permissions] default` changes that.
         let mut builder = RuntimeBuilder::default()
             .engine(engine)
-            .debug_log(environment::debug_log());
+            .debug_log(environment::debug_log())
+            .permission_default(Verdict::Allow)
+            .permission_rules(CommandLineRules {
+                allow: self.allow.clone(),
+                ask: self.ask.clone(),
+                deny: self.deny.clone(),
+            });
         if let Some(path) = &self.config {
             builder = builder.config(Config::load(path).map_err(|error| error.to_string())?);
         }
@@ -185,6 +206,58 @@ impl PluginArgs {
                 .map_err(|error| format!("--require-sha256: {error}"))?;
         }
         Ok(builder.pins(pins))
+    }
+}
+
+/// Which tools a model sees: shared by `call`, `list` and `serve`.
+#[derive(Args, Debug)]
+struct ScopeArgs {
+    /// Only the tools GLOB matches: names, aliases or PLUGIN-ID/TOOL paths (`*` stays
+    /// within a path segment, `**` crosses them); `!GLOB` removes. Repeatable, read in
+    /// order. Default: every tool
+    #[arg(long = "tools", value_name = "GLOB")]
+    tools: Vec<String>,
+}
+
+impl ScopeArgs {
+    /// The scope the arguments give. Errors are usage errors.
+    fn scope(&self) -> Result<Scope, String> {
+        Scope::parse(self.tools.iter().map(String::as_str))
+            .map_err(|error| format!("--tools: {error}"))
+    }
+
+    /// A session of `runtime` with this scope; a glob that matches no tool is a
+    /// warning that names it.
+    fn session(&self, runtime: &Runtime) -> Result<Session, String> {
+        let session = Session::new().with_scope(self.scope()?);
+        warn_unmatched(&session, runtime);
+        Ok(session)
+    }
+}
+
+/// Warns about each glob of `session`'s scope that matches no tool of `runtime`.
+fn warn_unmatched(session: &Session, runtime: &Runtime) {
+    for glob in session.unmatched_globs(runtime) {
+        tracing::warn!("--tools {glob} matches no tool");
+    }
+}
+
+/// How untrusted output reaches the model: shared by `call` and `serve`.
+#[derive(Args, Debug)]
+struct OutputArgs {
+    /// How the output of plugins not exempt in the config reaches the model: plain, or
+    /// inside <untrusted_output_NONCE> tags [default: the config's [output] untrusted,
+    /// else plain]
+    #[arg(long, value_name = "MODE")]
+    untrusted_output: Option<UntrustedOutput>,
+}
+
+impl OutputArgs {
+    fn apply(&self, builder: RuntimeBuilder) -> RuntimeBuilder {
+        match self.untrusted_output {
+            Some(mode) => builder.untrusted_output(mode),
+            None => builder,
+        }
     }
 }
 

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{PluginArgs, usage_error};
-use crate::mcp::{self, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared};
-use crate::{Runtime, RuntimeBuilder, reload};
+use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error, warn_unmatched};
+use crate::mcp::{
+    self, AskFallback, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, Shared,
+};
+use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
 /// Kubernetes gives a pod by default, with room for the rest of the exit.
@@ -26,6 +28,10 @@ const MIN_TOKEN_CHARS: usize = 16;
 pub(super) struct ServeArgs {
     #[command(flatten)]
     plugins: PluginArgs,
+    #[command(flatten)]
+    scope: ScopeArgs,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Serve streamable HTTP at IP:PORT (endpoint /mcp; port 0 picks a free port)
     /// instead of stdio. Loopback addresses only, unless --allow-remote.
     #[arg(long, value_name = "IP:PORT")]
@@ -51,6 +57,18 @@ pub(super) struct ServeArgs {
     /// to finish before they are cancelled and the server exits.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS, requires = "http")]
     shutdown_grace: u64,
+    /// What a call the permission policy says to `ask` about does when the client
+    /// cannot ask its user (it does not support elicitation): allow or deny
+    #[arg(long, value_enum, value_name = "ALLOW|DENY", default_value_t = AskFallback::Deny)]
+    ask_fallback: AskFallback,
+    /// Also serve the runtime's metrics in Prometheus' text format at
+    /// http://IP:PORT/metrics. Loopback addresses only, unless --allow-remote-metrics
+    #[arg(long, value_name = "IP:PORT")]
+    metrics: Option<SocketAddr>,
+    /// Allow --metrics on an address that is not loopback: whoever reaches it reads
+    /// which tools exist and how their calls went (it runs nothing)
+    #[arg(long, requires = "metrics")]
+    allow_remote_metrics: bool,
     /// Benchmarks only: also serve the tool "toolcell-floor", which answers without
     /// entering a sandbox.
     #[arg(long, hide = true)]
@@ -68,6 +86,14 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
             "--http {addr} is not a loopback address; anyone who can reach it could run the tools (pass --allow-remote to serve there anyway)"
         ));
     }
+    if let Some(addr) = args.metrics
+        && !addr.ip().is_loopback()
+        && !args.allow_remote_metrics
+    {
+        return usage_error(&format!(
+            "--metrics {addr} is not a loopback address; anyone who can reach it could read which tools run and how (pass --allow-remote-metrics to serve there anyway)"
+        ));
+    }
     let token = match args.http.map(|_| bearer_token(args.token_file.as_deref())) {
         Some(Ok(token)) => token,
         Some(Err(message)) => return usage_error(&message),
@@ -81,14 +107,29 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
     // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
     let builder = match args.plugins.builder(&[]) {
-        Ok(builder) => builder.log_listener(logs.clone()),
+        Ok(builder) => args.output.apply(builder).log_listener(logs.clone()),
+        Err(message) => return usage_error(&message),
+    };
+    let scope = match args.scope.scope() {
+        Ok(scope) => scope,
         Err(message) => return usage_error(&message),
     };
     let options = ServeOptions {
         watch: args.watch,
         floor_tool: args.bench_floor_tool,
+        ask_fallback: args.ask_fallback,
     };
     let result = runtime.block_on(async {
+        let metrics = match args.metrics {
+            Some(addr) => Some(Metrics::bind(addr).await?),
+            None => None,
+        };
+        let serving = Serving {
+            logs,
+            options,
+            scope,
+            metrics,
+        };
         match args.http {
             Some(addr) => {
                 let grace = Duration::from_secs(args.shutdown_grace);
@@ -97,12 +138,11 @@ pub(super) fn run(runtime: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCod
                     max_sessions: args.max_sessions,
                     token,
                 };
-                serve_http(builder, logs, options, addr, http, grace).await
+                serve_http(builder, serving, addr, http, grace).await
             }
             None => {
                 let tools = builder.build().await.map_err(|error| error.to_string())?;
-                let tools = Arc::new(RwLock::new(tools));
-                let shared = Shared::new(tools.clone(), logs, options, Lifecycle::new());
+                let (tools, shared) = serving.share(tools, Lifecycle::new());
                 let _watcher = watch(args.watch, &tools, &shared, None)?;
                 mcp::serve_stdio(shared).await
             }
@@ -167,12 +207,12 @@ fn watch(
 /// is cancelled and the server exits.
 async fn serve_http(
     builder: RuntimeBuilder,
-    logs: Arc<LogRouter>,
-    options: ServeOptions,
+    loaded: Serving,
     addr: SocketAddr,
     http: HttpOptions,
     grace: Duration,
 ) -> Result<(), String> {
+    let options = loaded.options;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
@@ -198,8 +238,7 @@ async fn serve_http(
         // Nothing is in flight before the plugins are loaded.
         () = &mut signal => return Ok(()),
     };
-    let tools = Arc::new(RwLock::new(tools));
-    let shared = Shared::new(tools.clone(), logs, options, lifecycle.clone());
+    let (tools, shared) = loaded.share(tools, lifecycle.clone());
     let _watcher = watch(options.watch, &tools, &shared, Some(lifecycle.clone()))?;
     server.open(shared.clone());
     eprintln!("toolcell: serving MCP at http://{bound}{}", mcp::ENDPOINT);
@@ -223,6 +262,55 @@ async fn serve_http(
     server.close();
     let _ = serving.await;
     Ok(())
+}
+
+/// What either transport serves once the plugins are loaded.
+struct Serving {
+    logs: Arc<LogRouter>,
+    options: ServeOptions,
+    scope: Scope,
+    metrics: Option<Metrics>,
+}
+
+impl Serving {
+    /// Warns about scope globs that match no tool, starts the metrics endpoint, and
+    /// shares `tools` with the MCP sessions.
+    fn share(self, tools: Runtime, lifecycle: Lifecycle) -> (Arc<RwLock<Runtime>>, Shared) {
+        warn_unmatched(&Session::new().with_scope(self.scope.clone()), &tools);
+        let tools = Arc::new(RwLock::new(tools));
+        if let Some(metrics) = self.metrics {
+            metrics.serve(&tools);
+        }
+        let shared =
+            Shared::new(tools.clone(), self.logs, self.options, lifecycle).with_scope(self.scope);
+        (tools, shared)
+    }
+}
+
+/// The metrics endpoint of `--metrics`: its socket is bound before the plugins load
+/// (a busy port is a usage error at once), and it serves once they are loaded.
+struct Metrics {
+    listener: tokio::net::TcpListener,
+    bound: SocketAddr,
+}
+
+impl Metrics {
+    async fn bind(addr: SocketAddr) -> Result<Metrics, String> {
+        let cannot = |error: std::io::Error| format!("--metrics: cannot listen on {addr}: {error}");
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(cannot)?;
+        let bound = listener.local_addr().map_err(cannot)?;
+        Ok(Metrics { listener, bound })
+    }
+
+    /// Serves the metrics of `tools` until the server exits.
+    fn serve(self, tools: &Arc<RwLock<Runtime>>) {
+        tokio::spawn(mcp::serve_metrics(self.listener, tools.clone()));
+        eprintln!(
+            "toolcell: serving metrics at http://{}{}",
+            self.bound,
+            mcp::METRICS_ENDPOINT
+        );
+    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

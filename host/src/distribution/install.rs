@@ -30,9 +30,11 @@ pub struct Verified {
 }
 
 impl Verified {
-    /// The file name it gets in a plugin directory: its id, `.wasm`.
+    /// The file name it gets in a plugin directory: its id, `.wasm`, with the `/` of
+    /// a namespaced id written `+` (`acme/notes` → `acme+notes.wasm`), a character no
+    /// id contains.
     pub fn file_name(&self) -> String {
-        format!("{}.wasm", self.manifest.id)
+        format!("{}.wasm", self.manifest.id.replace('/', "+"))
     }
 }
 

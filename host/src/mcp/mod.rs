@@ -10,18 +10,23 @@
 //!   protocol alone;
 //! - `http`: the streamable HTTP transport, with the `/healthz` and `/readyz` probes;
 //! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
-//!   a drain on SIGTERM waits for.
+//!   a drain on SIGTERM waits for;
+//! - `metrics`: `--metrics`, the runtime's statistics for Prometheus;
+//! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
+//!   else `--ask-fallback`).
 //!
 //! Both transports share one [`Shared`] state: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
 //! changes from hot reload (`crate::reload`), the router of plugin logs, and the
 //! server's shutdown signal.
 
+mod approval;
 mod http;
 mod jsonrpc;
 mod lifecycle;
 mod lines;
 mod logging;
+mod metrics;
 mod server;
 mod stdio;
 
@@ -30,6 +35,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+pub use approval::AskFallback;
 pub use http::{
     DEFAULT_MAX_SESSIONS, ENDPOINT, HEALTH_ENDPOINT, HttpOptions, HttpServer, READY_ENDPOINT,
     SESSION_IDLE,
@@ -37,9 +43,10 @@ pub use http::{
 pub use jsonrpc::{MAX_DEPTH, MAX_MESSAGE_BYTES};
 pub use lifecycle::Lifecycle;
 pub use logging::LogRouter;
+pub use metrics::{METRICS_ENDPOINT, serve_metrics};
 pub use stdio::serve_stdio;
 
-use crate::Runtime;
+use crate::{Runtime, Scope};
 
 /// The name of the built-in tool of `--bench-floor-tool`: it answers at once without
 /// entering a sandbox, so that a benchmark can measure the protocol's own round trip.
@@ -54,6 +61,8 @@ pub struct Shared {
     shutdown: CancellationToken,
     lifecycle: Lifecycle,
     options: ServeOptions,
+    /// The scope every session starts with (`serve --tools`).
+    scope: Scope,
 }
 
 /// How the server behaves beyond what the runtime decides.
@@ -64,6 +73,8 @@ pub struct ServeOptions {
     pub watch: bool,
     /// Offer [`FLOOR_TOOL`] (benchmarks only).
     pub floor_tool: bool,
+    /// What `ask` does when the client cannot be asked (it does not elicit).
+    pub ask_fallback: AskFallback,
 }
 
 impl Shared {
@@ -83,7 +94,14 @@ impl Shared {
             shutdown: CancellationToken::new(),
             lifecycle,
             options,
+            scope: Scope::all(),
         }
+    }
+
+    /// Every session sees `scope` (`serve --tools`).
+    pub fn with_scope(mut self, scope: Scope) -> Shared {
+        self.scope = scope;
+        self
     }
 
     /// Tells every session that the tool list changed.

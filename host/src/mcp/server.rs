@@ -1,25 +1,35 @@
 //! The MCP protocol handler: one [`ToolServer`] per session (stdio has one; streamable
 //! HTTP one per session or per request), all over the same [`Shared`] runtime.
 //!
+//! - Each MCP session is a [`Session`]: it sees the tools in the scope `serve --tools`
+//!   gave, under the names models see (aliases, plain names, wire names of paths), and
+//!   its untrusted output gets an envelope nonce of its own.
 //! - `initialize`: once per session; a second one is refused.
-//! - `tools/list`: every tool that is not hidden, with its description and its
-//!   parameters schema as the input schema (`crate::schema::mcp_tool`).
+//! - `tools/list`: every tool in scope that is not hidden and that the permission
+//!   policy does not deny, with its description, its parameters schema as the input
+//!   schema, its annotations, and its output schema when it gives structured results
+//!   (`crate::schema::mcp_tool`).
 //! - `tools/call`: the runtime validates the arguments and runs the tool in its sandbox.
-//!   A completed tool gives its output as text. A tool that failed gives
+//!   A completed tool gives its output as text; one with an output schema (and not
+//!   enveloped) also gives the value as `structuredContent`. A tool that failed gives
 //!   `[tool failed: MESSAGE]`, the text `toolcell call` prints and clm-tool(5) says the
 //!   model sees, with `isError: true`. Arguments that fail the tool's schema give
 //!   `invalid arguments for 'TOOL': PROBLEMS` with `isError: true` (the tool never ran;
-//!   the model can correct itself). An unknown tool, or a hidden one (hidden tools are
-//!   for plugin code, not the model), is a protocol error (invalid params).
+//!   the model can correct itself). An unknown tool, one outside the session's scope,
+//!   or a hidden one (hidden tools are for plugin code, not the model), is a protocol
+//!   error (invalid params) suggesting the closest names in scope.
+//!   Each session has its own approvals (`approval`): a call the policy says to `ask`
+//!   about asks the client's user through elicitation, and "allow for the session"
+//!   lasts as long as the session.
 //! - While the server drains (SIGTERM), a new `tools/call` is refused; calls in flight
 //!   go on until they end or the grace period does.
 //! - `notifications/cancelled` (or the end of the connection) cancels the call's whole
 //!   family in the sandbox: its coroutines stop and its HTTP requests and timers are
 //!   aborted.
 //! - A request with a progress token gets `notifications/progress` while the call
-//!   runs: the first [`FIRST_PROGRESS`] after its start, then every
-//!   [`PROGRESS_INTERVAL`], the seconds elapsed (plugins report no progress of their
-//!   own).
+//!   runs: the plugin's own reports (`ctx:progress`; at most one every 100 ms, the
+//!   latest wins), and until the first of them a heartbeat, the seconds elapsed: the
+//!   first [`FIRST_PROGRESS`] after the start, then every [`PROGRESS_INTERVAL`].
 //! - `logging/setLevel` (or a log level in a request's `_meta`): what the call's plugin
 //!   logs arrives as `notifications/message` (`logging.rs`).
 //! - With `--watch`, `notifications/tools/list_changed` after a reload changed the tools:
@@ -32,7 +42,7 @@
 #![allow(deprecated)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -51,8 +61,9 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::logging::{CallLog, Rate};
-use super::{FLOOR_TOOL, Shared};
-use crate::{CallOptions, InvokeError, ToolInfo, schema};
+use super::{FLOOR_TOOL, Shared, approval};
+use crate::policy::Approvals;
+use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, schema};
 
 /// How soon after its start a call with a progress token first reports progress (a
 /// call that ends sooner reports none).
@@ -68,6 +79,8 @@ const OFFERED: &str =
 /// The handler of one MCP session.
 pub struct ToolServer {
     shared: Shared,
+    /// What this session's model sees.
+    view: Session,
     /// Cancelled when this handler is dropped (the session ended): stops its
     /// list-changed forwarder.
     session: CancellationToken,
@@ -81,6 +94,9 @@ pub struct ToolServer {
     log_level: Mutex<Option<LoggingLevel>>,
     /// How many log lines the session may still be sent.
     log_rate: Arc<Rate>,
+    /// The session's approvals, made at its first call (when the client's
+    /// capabilities are known).
+    approvals: OnceLock<Arc<Approvals>>,
 }
 
 impl ToolServer {
@@ -88,6 +104,7 @@ impl ToolServer {
     pub fn new(shared: Shared) -> ToolServer {
         let session = CancellationToken::new();
         ToolServer {
+            view: Session::new().with_scope(shared.scope.clone()),
             shared,
             _session_guard: session.clone().drop_guard(),
             session,
@@ -95,6 +112,7 @@ impl ToolServer {
             initialized: AtomicBool::new(false),
             log_level: Mutex::new(None),
             log_rate: Arc::new(Rate::default()),
+            approvals: OnceLock::new(),
         }
     }
 
@@ -114,6 +132,12 @@ impl ToolServer {
         }
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        let approvals = self.approvals.get_or_init(|| {
+            Arc::new(approval::for_session(
+                &context.peer,
+                self.shared.options.ask_fallback,
+            ))
+        });
         let (mut log, started) = {
             let runtime = self.shared.runtime();
             let id = runtime.reserve_call_id();
@@ -126,8 +150,10 @@ impl ToolServer {
             let options = CallOptions {
                 id: Some(id),
                 refuse_hidden: true,
+                approvals: Some(approvals.clone()),
             };
-            (log, runtime.call_with(&request.name, &args, options))
+            let started = self.view.call_with(&runtime, &request.name, &args, options);
+            (log, started)
         };
         let mut call = match started {
             Ok(call) => call,
@@ -141,6 +167,11 @@ impl ToolServer {
             }
         };
         let progress = context.meta.get_progress_token();
+        let structured = call.is_structured();
+        let mut updates = call.progress();
+        // The plugin's own reports replace the heartbeat from the first one on; the
+        // updates end with the call.
+        let (mut reported, mut updates_open) = (false, progress.is_some());
         let start = Instant::now();
         let mut ticks = tokio::time::interval_at(start + FIRST_PROGRESS, PROGRESS_INTERVAL);
         let outcome = loop {
@@ -160,18 +191,37 @@ impl ToolServer {
                     call.cancel("the server is shutting down");
                     return Err(ErrorData::internal_error("the server is shutting down", None));
                 }
-                _ = ticks.tick(), if progress.is_some() => {
+                update = updates.next(), if updates_open => match (update, &progress) {
+                    (Some(update), Some(token)) => {
+                        reported = true;
+                        report_plugin_progress(&context, token, update).await;
+                    }
+                    _ => updates_open = false,
+                },
+                _ = ticks.tick(), if progress.is_some() && !reported => {
                     if let Some(token) = &progress {
                         report_progress(&context, token, start.elapsed()).await;
                     }
                 }
             }
         };
-        // What the call logged goes out before its result.
+        // The plugin's last report, if the call ended before it went out, and what the
+        // call logged go out before its result.
+        if let (Some(token), Some(update)) = (&progress, updates.unread()) {
+            report_plugin_progress(&context, token, update).await;
+        }
         for line in log.as_mut().map(CallLog::rest).unwrap_or_default() {
             if let Err(error) = context.peer.notify_logging_message(line).await {
                 tracing::debug!("cannot send a log notification: {error}");
             }
+        }
+        // A structured result cut to the output limits is no longer JSON: text only.
+        if structured
+            && let Some(value) = outcome
+                .output()
+                .and_then(|output| serde_json::from_str(output).ok())
+        {
+            return Ok(CallToolResult::structured(value));
         }
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.is_completed() {
@@ -201,6 +251,24 @@ async fn next_line(
     }
 }
 
+/// Forwards a progress report of the plugin to the client.
+async fn report_plugin_progress(
+    context: &RequestContext<RoleServer>,
+    token: &ProgressToken,
+    update: Progress,
+) {
+    let mut param = ProgressNotificationParam::new(token.clone(), update.done);
+    if let Some(total) = update.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = update.message {
+        param = param.with_message(message);
+    }
+    if let Err(error) = context.peer.notify_progress(param).await {
+        tracing::debug!("cannot send a progress notification: {error}");
+    }
+}
+
 async fn report_progress(
     context: &RequestContext<RoleServer>,
     token: &ProgressToken,
@@ -215,7 +283,7 @@ async fn report_progress(
 }
 
 /// A tool as `tools/list` gives it (the same JSON as `toolcell list --format mcp`).
-fn mcp_tool(tool: &ToolInfo) -> Result<Tool, ErrorData> {
+fn mcp_tool(tool: &ListedTool) -> Result<Tool, ErrorData> {
     serde_json::from_value(schema::mcp_tool(tool)).map_err(|error| {
         ErrorData::internal_error(
             format!("tool '{}' cannot be described: {error}", tool.name),
@@ -289,14 +357,7 @@ impl ServerHandler for ToolServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let visible: Vec<ToolInfo> = self
-            .shared
-            .runtime()
-            .tools()
-            .iter()
-            .filter(|tool| !tool.hidden)
-            .cloned()
-            .collect();
+        let visible = self.view.tools(&self.shared.runtime());
         let mut tools = visible
             .iter()
             .map(mcp_tool)

@@ -1,11 +1,12 @@
 //! Configuring and loading a [`Runtime`]: where plugins come from, what the user's
 //! policy allows them, and the first load of every plugin file.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use futures_util::FutureExt;
 
@@ -13,6 +14,7 @@ use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
 use crate::engine::{Engine, EngineError, Options};
+use crate::envelope::{Envelope, UntrustedOutput};
 use crate::files::{FileAccess, FileRoot, Files, RootError};
 use crate::grants::{CapabilityPolicy, CommandLine};
 use crate::http::HostGrant;
@@ -20,14 +22,21 @@ use crate::integrity::Pins;
 use crate::limits::Limits;
 use crate::log_listener::LogListener;
 use crate::manifest::sidecar_path;
+use crate::policy::{
+    Approvals, Caps, Chain, CommandLineRules, DEFAULT_INTERCEPTOR_TIMEOUT, Interceptor,
+    Interceptors, PermissionHandler, Policy as CallPolicy, RegisteredResolver, Resolver, RuleError,
+    Rules, Verdict,
+};
 use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
+use crate::stats::Meters;
 use crate::trusted::{self, TrustedPaths};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
 use super::plugin::{Plugin, PluginDirs};
+use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -52,6 +61,12 @@ pub enum BuildError {
     /// No engine was given and a new one could not be made.
     #[error("cannot set up the sandbox engine: {0}")]
     Engine(#[from] EngineError),
+    /// A permission rule, preset or interceptor glob cannot be used.
+    #[error("{0}")]
+    Permissions(#[from] RuleError),
+    /// A `max_concurrent` of the configuration is not a number of calls.
+    #[error("{0}")]
+    Config(String),
 }
 
 /// Configures and loads a [`Runtime`].
@@ -68,6 +83,17 @@ pub struct RuntimeBuilder {
     debug_log: Option<PathBuf>,
     engine: Option<Engine>,
     log_listener: Option<Arc<dyn LogListener>>,
+    resolvers: Vec<RegisteredResolver>,
+    on_permission: Option<Arc<dyn PermissionHandler>>,
+    /// `None`: `ask`.
+    permission_default: Option<Verdict>,
+    rules: CommandLineRules,
+    interceptors: Vec<Interceptor>,
+    /// `None`: [`DEFAULT_INTERCEPTOR_TIMEOUT`].
+    interceptor_timeout: Option<Duration>,
+    max_concurrent: Option<usize>,
+    reserved: HashSet<String>,
+    untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
 }
@@ -151,6 +177,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps `names` for the embedder's own tools (clm-tool(5): a name is unique across
+    /// plugins *and* built-in tools): a plugin tool registered under one of them is
+    /// reported (`tool_collision`) and answers only to its path.
+    pub fn reserve_tool_names<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.reserved.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// How the output of plugins that are not trusted reaches the model, over the
+    /// configuration's `[output] untrusted` (`--untrusted-output`); a plugin's own
+    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::envelope`]).
+    pub fn untrusted_output(mut self, mode: UntrustedOutput) -> Self {
+        self.untrusted_output = Some(mode);
+        self
+    }
+
     /// The engine plugins run on, with its compiled-code cache. Give clones of one
     /// engine to several builders to share compiled code, the instance pool and the
     /// linked Lua guest. Default: a new engine with [`Options::default`] (no cache).
@@ -163,6 +209,61 @@ impl RuntimeBuilder {
     /// the debug log; with one, plugins always report their log to the host.
     pub fn log_listener(mut self, listener: Arc<dyn LogListener>) -> Self {
         self.log_listener = Some(listener);
+        self
+    }
+
+    /// Adds a permission resolver, asked before the user's rules unless `priority`
+    /// says otherwise (see [`crate::policy`]; [`EMBEDDER_PRIORITY`] is the usual
+    /// choice). Resolvers of one priority are asked in the order they were added.
+    ///
+    /// [`EMBEDDER_PRIORITY`]: crate::policy::EMBEDDER_PRIORITY
+    pub fn resolver(mut self, name: &str, priority: i32, resolver: impl Resolver) -> Self {
+        self.resolvers.push(RegisteredResolver {
+            name: name.to_string(),
+            priority,
+            resolver: Arc::new(resolver),
+        });
+        self
+    }
+
+    /// Who answers when the policy says `ask`, for calls made without a session of
+    /// their own. Without one, `ask` allows the call.
+    pub fn on_permission(mut self, handler: impl PermissionHandler) -> Self {
+        self.on_permission = Some(Arc::new(handler));
+        self
+    }
+
+    /// The decision when no resolver, rule, preset or `no_prompt` decides and the
+    /// configuration sets no `[permissions] default`. Default: `ask` (clm-tool(5):
+    /// a tool without `no_prompt` is confirmed first); the CLI uses `allow`.
+    pub fn permission_default(mut self, verdict: Verdict) -> Self {
+        self.permission_default = Some(verdict);
+        self
+    }
+
+    /// Permission rules that come before the configuration file's (`--allow`,
+    /// `--ask`, `--deny`).
+    pub fn permission_rules(mut self, rules: CommandLineRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// Adds an interceptor (see [`Interceptor`]).
+    pub fn interceptor(mut self, interceptor: Interceptor) -> Self {
+        self.interceptors.push(interceptor);
+        self
+    }
+
+    /// How long an interceptor may take unless it says otherwise (default 10 s).
+    pub fn interceptor_timeout(mut self, timeout: Duration) -> Self {
+        self.interceptor_timeout = Some(timeout);
+        self
+    }
+
+    /// How many calls of the whole runtime run at once (0: no cap), over the
+    /// configuration's `[limits] max_concurrent`.
+    pub fn max_concurrent(mut self, calls: usize) -> Self {
+        self.max_concurrent = Some(calls);
         self
     }
 
@@ -216,6 +317,43 @@ impl RuntimeBuilder {
         }
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
+        let caps = Caps::new(
+            self.max_concurrent
+                .or(self.config.limits.max_concurrent)
+                .unwrap_or(0),
+            self.config
+                .tool_caps()
+                .map_err(|error| BuildError::Config(error.to_string()))?,
+            self.config.plugin_caps(),
+        );
+        let call_policy = CallPolicy {
+            chain: Chain::new(self.resolvers),
+            rules: Rules::new(&self.config.permissions, &self.rules)?,
+            default: self.permission_default.unwrap_or(Verdict::Ask),
+            interceptors: Interceptors::new(
+                self.interceptors,
+                self.interceptor_timeout
+                    .unwrap_or(DEFAULT_INTERCEPTOR_TIMEOUT),
+            )?,
+            caps,
+            meters: Meters::default(),
+            approvals: Arc::new(Approvals::new(self.on_permission)),
+        };
+        let naming = Naming {
+            aliases: self
+                .config
+                .aliases
+                .iter()
+                .map(|(alias, target)| (alias.clone(), target.clone()))
+                .collect(),
+            reserved: self.reserved,
+            config_file: self
+                .config
+                .path()
+                .map_or_else(|| PathBuf::from("(config)"), Path::to_path_buf),
+        };
+        let descriptions = self.config.tool_descriptions();
+        let untrusted = self.config.untrusted_policy(self.untrusted_output);
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
             files: file_root,
@@ -249,7 +387,11 @@ impl RuntimeBuilder {
             infos: Vec::new(),
             tools: Vec::new(),
             entries: Vec::new(),
-            by_name: HashMap::new(),
+            names: Names::default(),
+            naming,
+            descriptions,
+            untrusted,
+            envelope: Envelope::fresh(),
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
@@ -258,6 +400,8 @@ impl RuntimeBuilder {
             max_args_bytes,
             dirs,
             loader,
+            policy: Arc::new(call_policy),
+            gates: Vec::new(),
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

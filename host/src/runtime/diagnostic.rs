@@ -58,7 +58,8 @@ impl Severity {
 pub enum DiagnosticKind {
     /// The plugin did not load; none of its tools are registered.
     LoadFailed,
-    /// A tool's name was already taken by an earlier plugin; the first one stays.
+    /// Two tools (or a tool and a name the embedder reserved, or an alias) want one
+    /// name: the first keeps it, the other answers only to its path.
     ToolCollision,
     /// The plugin loaded but registered no tools.
     NoTools,
@@ -83,6 +84,8 @@ pub enum DiagnosticKind {
     SignatureUntrusted,
     /// Another plugin loaded earlier has the same id; this one is not loaded.
     IdCollision,
+    /// An `[aliases]` entry names a tool no loaded plugin registers.
+    AliasUnresolved,
     /// A tool's description is longer than the model is shown; it was cut.
     DescriptionCut,
 }
@@ -104,6 +107,7 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureMissing => "signature_missing",
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
+            DiagnosticKind::AliasUnresolved => "alias_unresolved",
             DiagnosticKind::DescriptionCut => "description_cut",
         }
     }

@@ -18,6 +18,8 @@ mod diagnostic;
 mod loader;
 mod offered;
 mod plugin;
+mod registry;
+mod session;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,31 +28,42 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
+use crate::envelope::{Envelope, OutputPolicy};
 use crate::grants::Grants;
 use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
+use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
+use crate::progress::{self, ProgressUpdates};
 use crate::results::{self, ResultError, ResultStore};
-use crate::sandbox::{MemoryUse, PluginHandle};
-use crate::validation::ArgumentValidator;
+use crate::sandbox::{Ended, MemoryUse, PluginHandle};
+use crate::stats::{PluginStats, Stats, ToolMeter};
+use crate::strict_schema::drop_optional_nulls;
+use crate::validation::SchemaValidator;
 
 pub use builder::{BuildError, RuntimeBuilder};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use plugin::PluginUpdate;
+pub use session::{ListedTool, Scope, Session};
 
 use loader::Loader;
 use plugin::{Plugin, PluginDirs, ToolEntry};
+use registry::{Names, Naming};
 
 /// A tool as a plugin registered it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolInfo {
-    /// The tool's name, unique across all loaded plugins.
+    /// The name the plugin registered it under. The first tool registered under a name
+    /// answers to it; every tool answers to its `path`.
     pub name: String,
+    /// `PLUGIN-ID/NAME`: unique across all loaded plugins.
+    pub path: String,
     /// What the model reads about the tool.
     pub description: String,
     /// The JSON Schema of the arguments, if the plugin gave one.
@@ -61,6 +74,12 @@ pub struct ToolInfo {
     pub no_prompt: bool,
     /// Whether the tool is hidden from the model.
     pub hidden: bool,
+    /// A short human-readable name for user interfaces (MCP's `title`), if the plugin
+    /// gave one.
+    pub title: Option<String>,
+    /// The JSON Schema of its output (an object schema), if it gives structured
+    /// results: its output is then the JSON text of a value the schema accepts.
+    pub output_schema: Option<serde_json::Value>,
     /// The id of the plugin that registered it.
     pub plugin: String,
 }
@@ -88,14 +107,15 @@ pub enum InvokeError {
         /// The diagnostic that explains it.
         reason: String,
     },
-    /// No loaded plugin registered this tool (or it is hidden, and the call was made
-    /// with [`CallOptions::refuse_hidden`]).
-    #[error("unknown tool {}{}", quoted_name(name), suggestion.as_ref().map(|s| format!(" (did you mean '{s}'?)")).unwrap_or_default())]
+    /// No loaded plugin registered this tool (or, for a [`Session`], it is not in the
+    /// session's scope; or it is hidden, and the call was made with
+    /// [`CallOptions::refuse_hidden`]).
+    #[error("unknown tool {}{}", quoted_name(name), did_you_mean(suggestions))]
     UnknownTool {
         /// The name asked for.
         name: String,
-        /// The closest registered name, if one is close.
-        suggestion: Option<String>,
+        /// The closest names that would have been found, closest first (at most three).
+        suggestions: Vec<String>,
     },
     /// The arguments are not a JSON object, too large, or break the tool's schema.
     #[error("invalid arguments for '{tool}': {message}")]
@@ -117,6 +137,10 @@ pub struct CallOptions {
     /// Refuse a hidden tool as unknown. Hidden tools are for plugin code, not for a
     /// model: MCP clients and `toolcell call` (without `--include-hidden`) get this.
     pub refuse_hidden: bool,
+    /// The approvals whose handler answers `ask` and that remember "allow for the
+    /// session" answers (see docs/policy.md); none: the session's, or without a
+    /// session the runtime's own ([`Runtime::approvals`]).
+    pub approvals: Option<Arc<Approvals>>,
 }
 
 /// A call id handed out by [`Runtime::reserve_call_id`], for one call.
@@ -161,7 +185,17 @@ pub struct Runtime {
     tools: Vec<ToolInfo>,
     /// How to call each tool, parallel to `tools`.
     entries: Vec<ToolEntry>,
-    by_name: HashMap<String, usize>,
+    /// The names each tool answers to, and the names the model sees: derived by
+    /// `rebuild`.
+    names: Names,
+    /// The user's aliases and the embedder's reserved names.
+    naming: Naming,
+    /// `[tools.NAME] description`: what the model reads instead of the plugin's words.
+    descriptions: HashMap<String, String>,
+    /// Which plugins' output is enveloped as untrusted.
+    untrusted: OutputPolicy,
+    /// The envelope of calls made without a session.
+    envelope: Envelope,
     /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
     /// registration the host refused), with the reason: derived by `rebuild`.
     unavailable: HashMap<String, String>,
@@ -174,6 +208,10 @@ pub struct Runtime {
     max_args_bytes: usize,
     dirs: PluginDirs,
     loader: Arc<Loader>,
+    /// Approval, interceptors, caps and meters.
+    policy: Arc<Policy>,
+    /// What the policy does with each tool's calls, parallel to `tools`.
+    gates: Vec<Arc<Gate>>,
 }
 
 impl Runtime {
@@ -187,9 +225,48 @@ impl Runtime {
         &self.tools
     }
 
-    /// A tool by name.
+    /// The tool a name calls: an alias, a plain name, a path (`PLUGIN-ID/TOOL`) or the
+    /// wire name of a path (see [`crate::names::wire_name`]).
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
-        self.by_name.get(name).map(|&index| &self.tools[index])
+        self.names.resolve(name).map(|index| &self.tools[index])
+    }
+
+    /// The tag of the envelope around the output of calls made without a session
+    /// (`untrusted_output_NONCE`; see [`crate::envelope`]).
+    pub fn envelope_tag(&self) -> &str {
+        self.envelope.tag()
+    }
+
+    /// What the runtime has counted: every tool's calls by outcome, their latency and
+    /// fuel, and every plugin's peak memory.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            tools: self.policy.meters.read(),
+            plugins: self
+                .plugins
+                .iter()
+                .filter_map(|plugin| {
+                    let (info, handle) = (plugin.info.as_ref()?, plugin.handle.as_ref()?);
+                    self.infos.contains(info).then(|| PluginStats {
+                        plugin: info.manifest.id.clone(),
+                        peak_memory: handle.peak_memory(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// The approvals of calls made without a session of their own: the handler given
+    /// to [`RuntimeBuilder::on_permission`], and the tools allowed for the rest of the
+    /// runtime's life.
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.policy.approvals
+    }
+
+    /// Whether the permission policy lists the tool at `index`: it does not deny it
+    /// outright (whatever the arguments).
+    fn permits_listing(&self, index: usize) -> bool {
+        self.policy.lists(&self.gates[index], &self.tools[index])
     }
 
     /// Every loaded plugin, in load order.
@@ -325,7 +402,7 @@ impl Runtime {
         self.infos.clear();
         self.tools.clear();
         self.entries.clear();
-        self.by_name.clear();
+        self.gates.clear();
         self.unavailable.clear();
         self.diagnostics.clear();
         let mut ids: HashMap<&str, &Path> = HashMap::new();
@@ -368,38 +445,45 @@ impl Runtime {
                 });
             }
             for tool in &plugin.tools {
-                let tool = match tool {
-                    Ok(tool) => tool,
+                match tool {
+                    Ok(tool) => {
+                        self.gates
+                            .push(Arc::new(self.policy.gate(&tool.info, info)));
+                        self.tools.push(tool.info.clone());
+                        self.entries.push(tool.entry.clone());
+                    }
                     Err(rejected) => {
                         self.diagnostics.push(rejected.diagnostic.clone());
                         self.unavailable
                             .entry(rejected.name.clone())
                             .or_insert_with(|| rejected.diagnostic.message.clone());
-                        continue;
                     }
-                };
-                if let Some(&existing) = self.by_name.get(&tool.info.name) {
-                    let first = &self.entries[existing].file;
-                    self.diagnostics.push(Diagnostic::error(
-                        plugin.file.path.clone(),
-                        DiagnosticKind::ToolCollision,
-                        format!(
-                            "tool '{}' of plugin {display} is already registered by plugin {}; the first one stays",
-                            tool.info.name,
-                            file_name(first)
-                        ),
-                    ));
-                    continue;
                 }
-                self.by_name
-                    .insert(tool.info.name.clone(), self.tools.len());
-                self.tools.push(tool.info.clone());
-                self.entries.push(tool.entry.clone());
             }
         }
-        let by_name = &self.by_name;
-        self.unavailable
-            .retain(|name, _| !by_name.contains_key(name));
+        let files: Vec<&Path> = self
+            .entries
+            .iter()
+            .map(|entry| entry.file.as_path())
+            .collect();
+        let (names, diagnostics) = Names::build(&self.tools, &files, &self.naming);
+        self.names = names;
+        self.diagnostics.extend(diagnostics);
+        // Each plugin's diagnostics together, in load order; the configuration's last.
+        let order: HashMap<&Path, usize> = self
+            .plugins
+            .iter()
+            .enumerate()
+            .map(|(index, plugin)| (plugin.file.path.as_path(), index))
+            .collect();
+        self.diagnostics.sort_by_key(|diagnostic| {
+            order
+                .get(diagnostic.file.as_path())
+                .copied()
+                .unwrap_or(usize::MAX)
+        });
+        let names = &self.names;
+        self.unavailable.retain(|name, _| !names.contains(name));
     }
 
     /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
@@ -407,10 +491,14 @@ impl Runtime {
     /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
     /// dropping it cancels the call.
     ///
-    /// When the plugin is idle, the call's first step runs on this thread before `call`
-    /// returns (a trivial call is then already complete, and no other thread is woken);
-    /// plugin code that runs on past its first yield to the executor, a few
-    /// milliseconds, continues as a task of the runtime the plugin was loaded on.
+    /// The call then goes through the policy (docs/policy.md): approval, `before`
+    /// interceptors, concurrency caps, the plugin, `after` interceptors. A tool with
+    /// nothing of that to do goes straight to its plugin: when the plugin is idle, the
+    /// call's first step runs on this thread before `call` returns (a trivial call is
+    /// then already complete, and no other thread is woken); plugin code that runs on
+    /// past its first yield to the executor, a few milliseconds, continues as a task of
+    /// the runtime the plugin was loaded on. Otherwise the policy's work and the call
+    /// start when the `Call` is first polled.
     pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
         self.call_with(tool, args_json, CallOptions::default())
     }
@@ -424,47 +512,140 @@ impl Runtime {
     ) -> Result<Call, InvokeError> {
         let callable = |info: &ToolInfo| !(options.refuse_hidden && info.hidden);
         let index = self
-            .by_name
-            .get(tool)
-            .copied()
+            .names
+            .resolve(tool)
             .filter(|&index| callable(&self.tools[index]))
-            .ok_or_else(|| match self.unavailable.get(tool) {
-                Some(reason) => InvokeError::Unavailable {
-                    name: tool.to_string(),
-                    reason: reason.clone(),
-                },
-                None => InvokeError::UnknownTool {
-                    name: tool.to_string(),
-                    suggestion: closest(
-                        tool,
-                        self.tools
-                            .iter()
-                            .filter(|info| callable(info))
-                            .map(|info| info.name.as_str()),
-                    ),
-                },
+            .ok_or_else(|| {
+                let hidden = self
+                    .tools
+                    .iter()
+                    .filter(|info| info.hidden && callable(info));
+                self.not_found(
+                    tool,
+                    self.names
+                        .listed()
+                        .iter()
+                        .map(|listing| listing.name.as_str())
+                        .chain(hidden.map(|info| info.name.as_str())),
+                )
             })?;
+        let approvals = options
+            .approvals
+            .unwrap_or_else(|| self.policy.approvals.clone());
+        self.start(
+            index,
+            tool,
+            args_json,
+            &self.envelope,
+            options.id,
+            approvals,
+        )
+    }
+
+    /// Why `name` found no tool: unavailable (a plugin that did not load would offer
+    /// it), or unknown, with the closest of `candidates`.
+    fn not_found<'a>(&self, name: &str, candidates: impl Iterator<Item = &'a str>) -> InvokeError {
+        match self.unavailable.get(name) {
+            Some(reason) => InvokeError::Unavailable {
+                name: name.to_string(),
+                reason: reason.clone(),
+            },
+            None => InvokeError::UnknownTool {
+                name: name.to_string(),
+                suggestions: closest(name, candidates),
+            },
+        }
+    }
+
+    /// Checks the arguments and starts the tool at `index`, called as `name`, with the
+    /// id `id` (none: a fresh one), through the policy with `approvals`; its output goes
+    /// into `envelope` unless its plugin is trusted.
+    fn start(
+        &self,
+        index: usize,
+        name: &str,
+        args_json: &str,
+        envelope: &Envelope,
+        id: Option<ReservedCallId>,
+        approvals: Arc<Approvals>,
+    ) -> Result<Call, InvokeError> {
         let info = &self.tools[index];
         let entry = &self.entries[index];
-        self.check_arguments(tool, args_json, entry.validator.as_deref())?;
-        let id = match options.id {
+        let gate = &self.gates[index];
+        let validator = entry.validator.as_deref();
+        let args = match check_arguments(self.max_args_bytes, args_json, info, validator) {
+            Ok(args) => args.unwrap_or_else(|| args_json.to_string()),
+            Err(message) => {
+                gate.meter.invalid_arguments();
+                return Err(InvokeError::InvalidArguments {
+                    tool: name.to_string(),
+                    message,
+                });
+            }
+        };
+        let id = match id {
             Some(ReservedCallId(id)) => id,
             None => self.next_call.fetch_add(1, Ordering::Relaxed),
         };
-        let outcome = entry
-            .handle
-            .start(id, tool, args_json.to_string(), info.timeout);
+        let span =
+            tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin);
+        let (sender, progress) = progress::channel();
+        let state = if gate.is_open(&approvals) {
+            let started = Instant::now();
+            let outcome = span.in_scope(|| {
+                entry
+                    .handle
+                    .start(id, &info.name, args, info.timeout, sender)
+            });
+            CallState::Running {
+                handle: entry.handle.clone(),
+                outcome,
+                started,
+            }
+        } else {
+            let cancel = Arc::new(Cancellation::default());
+            let max_args_bytes = self.max_args_bytes;
+            let checked = (info.clone(), entry.validator.clone());
+            let gated = Gated {
+                id,
+                tool: info.clone(),
+                gate: gate.clone(),
+                policy: self.policy.clone(),
+                approvals,
+                handle: entry.handle.clone(),
+                arguments: serde_json::from_str(&args).unwrap_or_default(),
+                args,
+                check: Box::new(move |arguments| {
+                    let text = arguments.to_string();
+                    let (info, validator) = &checked;
+                    check_arguments(max_args_bytes, &text, info, validator.as_deref())
+                        .map(|stripped| stripped.unwrap_or(text))
+                }),
+                progress: sender,
+                cancel: cancel.clone(),
+            };
+            CallState::Gated {
+                future: Box::pin(gated.run().instrument(span.clone())),
+                cancel,
+            }
+        };
         Ok(Call {
             id,
-            handle: entry.handle.clone(),
-            outcome,
-            finished: false,
+            meter: gate.meter.clone(),
+            span,
+            state,
+            progress,
+            output_validator: entry.output_validator.clone(),
             output: Output {
                 limits: entry.output,
                 results: self.results.clone(),
                 run: self.run,
             },
             keeping: None,
+            envelope: self
+                .untrusted
+                .envelops(&info.plugin)
+                .then(|| envelope.clone()),
         })
     }
 
@@ -477,41 +658,46 @@ impl Runtime {
     pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
         Ok(self.call(tool, args_json)?.await)
     }
+}
 
-    fn check_arguments(
-        &self,
-        tool: &str,
-        args_json: &str,
-        validator: Option<&ArgumentValidator>,
-    ) -> Result<(), InvokeError> {
-        let invalid = |message: String| InvokeError::InvalidArguments {
-            tool: tool.to_string(),
-            message,
-        };
-        if args_json.len() > self.max_args_bytes {
-            return Err(invalid(format!(
-                "they are {} bytes; the limit is {}",
-                args_json.len(),
-                crate::limits::format_bytes(self.max_args_bytes as u64)
-            )));
-        }
-        let args = match serde_json::from_str::<serde_json::Value>(args_json) {
-            Ok(args @ serde_json::Value::Object(_)) => args,
-            Ok(other) => {
-                return Err(invalid(format!(
-                    "expected a JSON object, got {}",
-                    json_kind(&other)
-                )));
-            }
-            Err(error) => return Err(invalid(format!("not valid JSON: {error}"))),
-        };
-        match validator {
-            Some(validator) => validator
-                .check(&args)
-                .map_err(|problems| invalid(problems.to_string())),
-            None => Ok(()),
-        }
+/// Checks the arguments of a call of the tool `info`: a JSON object of at most
+/// `max_bytes` that satisfies the tool's schema. Returns them as the plugin gets them:
+/// as given (`None`), or without the `null`s a model held to OpenAI's strict mode sends
+/// for optional properties, when only those broke the schema (see
+/// [`crate::strict_schema`]); or what is wrong with them.
+fn check_arguments(
+    max_bytes: usize,
+    args_json: &str,
+    info: &ToolInfo,
+    validator: Option<&SchemaValidator>,
+) -> Result<Option<String>, String> {
+    if args_json.len() > max_bytes {
+        return Err(format!(
+            "they are {} bytes; the limit is {}",
+            args_json.len(),
+            crate::limits::format_bytes(max_bytes as u64)
+        ));
     }
+    let args = match serde_json::from_str::<serde_json::Value>(args_json) {
+        Ok(args @ serde_json::Value::Object(_)) => args,
+        Ok(other) => return Err(format!("expected a JSON object, got {}", json_kind(&other))),
+        Err(error) => return Err(format!("not valid JSON: {error}")),
+    };
+    let Some(validator) = validator else {
+        return Ok(None);
+    };
+    let problems = match validator.check(&args) {
+        Ok(()) => return Ok(None),
+        Err(problems) => problems,
+    };
+    let mut without_nulls = args;
+    if let Some(schema) = &info.params_schema
+        && drop_optional_nulls(&mut without_nulls, schema)
+        && validator.check(&without_nulls).is_ok()
+    {
+        return Ok(Some(without_nulls.to_string()));
+    }
+    Err(problems.to_string())
 }
 
 impl Drop for Runtime {
@@ -549,29 +735,73 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
     }
 }
 
-/// The registered name closest to `name`, if any is close enough to be a likely typo.
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
-    candidates
+/// The most names [`closest`] suggests.
+const MAX_SUGGESTIONS: usize = 3;
+
+/// The names among `candidates` close enough to `name` to be a likely typo, closest
+/// first, at most [`MAX_SUGGESTIONS`].
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut scored: Vec<(f64, &str)> = candidates
         .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
         .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+        .into_iter()
+        .take(MAX_SUGGESTIONS)
         .map(|(_, candidate)| candidate.to_string())
+        .collect()
+}
+
+/// ` (did you mean 'a'?)`, ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
+fn did_you_mean(suggestions: &[String]) -> String {
+    let quoted: Vec<String> = suggestions.iter().map(|name| format!("'{name}'")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (did you mean {one}?)"),
+        [rest @ .., last] => format!(" (did you mean {} or {last}?)", rest.join(", ")),
+    }
 }
 
 /// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
-/// cancel the call, which aborts its pending HTTP requests and timers.
+/// cancel the call, which aborts its pending HTTP requests and timers (or takes it out
+/// of the queue of a concurrency cap, or stops waiting for an answer to `ask`).
 ///
 /// A result longer than the tool's output limits is cut before the outcome is given:
 /// the outcome's text is what the model should see, and the whole output is kept in
 /// the result store under [`Call::result_id`].
 pub struct Call {
     id: u64,
-    handle: PluginHandle,
-    outcome: oneshot::Receiver<CallOutcome>,
-    finished: bool,
+    meter: Arc<ToolMeter>,
+    /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
+    span: tracing::Span,
+    state: CallState,
+    progress: ProgressUpdates,
+    /// The tool's output schema, compiled: a completed call's output must be the JSON
+    /// text of a value it accepts.
+    output_validator: Option<Arc<SchemaValidator>>,
     output: Output,
     /// Keeping a cut result's whole output, off the async threads.
     keeping: Option<JoinHandle<CallOutcome>>,
+    /// Where the outcome's text goes, when the plugin's output is untrusted.
+    envelope: Option<Envelope>,
+}
+
+enum CallState {
+    /// Straight to the plugin, which has the call.
+    Running {
+        handle: PluginHandle,
+        outcome: oneshot::Receiver<Ended>,
+        started: Instant,
+    },
+    /// Through the policy.
+    Gated {
+        future: Pin<Box<dyn Future<Output = Finished> + Send>>,
+        cancel: Arc<Cancellation>,
+    },
+    /// The outcome was delivered.
+    Done,
 }
 
 /// The output policy of one call.
@@ -625,11 +855,47 @@ impl Call {
         results::result_id(self.output.run, self.id)
     }
 
+    /// The progress the plugin reports while the call runs (`ctx:progress`), at most
+    /// one update every 100 ms; each `progress()` reads them from the call's start.
+    pub fn progress(&self) -> ProgressUpdates {
+        self.progress.clone()
+    }
+
+    /// Whether the call's output, when it completes, is the JSON text of a structured
+    /// result (the tool declared an output schema, which the output was checked
+    /// against) that is not in an envelope: what MCP gives as `structuredContent`.
+    pub fn is_structured(&self) -> bool {
+        self.output_validator.is_some() && self.envelope.is_none()
+    }
+
+    /// `outcome` in the call's envelope, when its plugin's output is untrusted.
+    fn enveloped(&self, outcome: CallOutcome) -> CallOutcome {
+        match &self.envelope {
+            Some(envelope) => envelope.wrap_outcome(outcome),
+            None => outcome,
+        }
+    }
+
     /// Cancels the call; it resolves to a failure that says `reason`.
     pub fn cancel(&self, reason: &str) {
-        if !self.finished {
-            self.handle.cancel(self.id, reason);
+        match &self.state {
+            CallState::Running { handle, .. } => handle.cancel(self.id, reason),
+            CallState::Gated { cancel, .. } => cancel.cancel(reason),
+            CallState::Done => {}
         }
+    }
+
+    /// Counts the call's end and logs it in its span.
+    fn record(&self, finished: &Finished) {
+        self.meter
+            .record(&finished.outcome, finished.ran, finished.fuel);
+        tracing::debug!(
+            parent: &self.span,
+            outcome = finished.outcome.label(),
+            ran_us = finished.ran.map(|ran| ran.as_micros() as u64),
+            fuel = finished.fuel,
+            "call ended"
+        );
     }
 }
 
@@ -638,22 +904,51 @@ impl Future for Call {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
         if let Some(keeping) = self.keeping.as_mut() {
-            return Pin::new(keeping).poll(cx).map(|kept| {
-                kept.unwrap_or_else(|error| {
-                    CallOutcome::Stopped(format!("keeping the result failed: {error}"))
-                })
+            let kept = std::task::ready!(Pin::new(keeping).poll(cx)).unwrap_or_else(|error| {
+                CallOutcome::Stopped(format!("keeping the result failed: {error}"))
             });
+            return Poll::Ready(self.enveloped(kept));
         }
-        let outcome = match Pin::new(&mut self.outcome).poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Ok(outcome)) => outcome,
-            Poll::Ready(Err(_)) => {
-                CallOutcome::Stopped(format!("plugin '{}' stopped", self.handle.name()))
+        let finished = match &mut self.state {
+            CallState::Running {
+                handle,
+                outcome,
+                started,
+            } => {
+                let ended = match Pin::new(outcome).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(ended)) => ended,
+                    Poll::Ready(Err(_)) => Ended::before_running(CallOutcome::Stopped(format!(
+                        "plugin '{}' stopped",
+                        handle.name()
+                    ))),
+                };
+                Finished {
+                    outcome: ended.outcome,
+                    ran: Some(started.elapsed()),
+                    fuel: ended.fuel_used,
+                }
+            }
+            CallState::Gated { future, .. } => match future.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(finished) => finished,
+            },
+            CallState::Done => {
+                return Poll::Ready(CallOutcome::Stopped(
+                    "the call's outcome was already delivered".to_string(),
+                ));
             }
         };
-        self.finished = true;
+        self.state = CallState::Done;
+        self.record(&finished);
+        let outcome = finished.outcome;
+        // The output is checked whole, cut to what the model may see, then enveloped.
+        let outcome = match &self.output_validator {
+            Some(validator) => checked_output(outcome, validator),
+            None => outcome,
+        };
         if !self.output.cuts(&outcome) {
-            return Poll::Ready(outcome);
+            return Poll::Ready(self.enveloped(outcome));
         }
         // Writing the whole output may wait on the disk: not on an async thread.
         let output = self.output.clone();
@@ -663,34 +958,73 @@ impl Future for Call {
                 self.keeping = Some(tokio.spawn_blocking(move || output.apply(call, outcome)));
                 self.poll(cx)
             }
-            Err(_) => Poll::Ready(output.apply(call, outcome)),
+            Err(_) => Poll::Ready(self.enveloped(output.apply(call, outcome))),
         }
     }
 }
 
+/// `outcome`, or the failure of a completed call whose output is not the JSON text of a
+/// value its tool's output schema accepts: the plugin broke the contract it declared.
+fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
+    let CallOutcome::Completed(output) = outcome else {
+        return outcome;
+    };
+    let problem = match serde_json::from_str::<serde_json::Value>(&output) {
+        Ok(value) => match validator.check_output(&value) {
+            Ok(()) => return CallOutcome::Completed(output),
+            Err(problems) => format!("does not match its output schema: {problems}"),
+        },
+        Err(error) => format!(
+            "is not JSON ({error}); a tool with an output schema completes with a JSON value"
+        ),
+    };
+    CallOutcome::BrokeRule(format!("the tool's output {problem}"))
+}
+
 impl Drop for Call {
     fn drop(&mut self) {
-        if !self.finished {
-            self.handle.cancel(self.id, "the caller stopped waiting");
-        }
+        let ran = match &self.state {
+            CallState::Done => return,
+            CallState::Running {
+                handle, started, ..
+            } => {
+                handle.cancel(self.id, "the caller stopped waiting");
+                Some(started.elapsed())
+            }
+            // Dropping the future cancels the call in the plugin, if it got there.
+            CallState::Gated { .. } => None,
+        };
+        self.record(&Finished {
+            outcome: CallOutcome::Cancelled("cancelled: the caller stopped waiting".to_string()),
+            ran,
+            fuel: 0,
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::closest;
+    use super::{closest, did_you_mean};
 
     #[test]
-    fn suggests_a_close_name_and_nothing_for_a_distant_one() {
-        let names = ["hello", "read_note", "write_note"];
-        assert_eq!(
-            closest("helo", names.iter().copied()),
-            Some("hello".to_string())
-        );
+    fn suggests_close_names_closest_first_and_nothing_for_a_distant_one() {
+        let names = ["hello", "read_note", "write_note", "write_notes2"];
+        assert_eq!(closest("helo", names.iter().copied()), ["hello"]);
         assert_eq!(
             closest("write_notes", names.iter().copied()),
-            Some("write_note".to_string())
+            ["write_notes2", "write_note"]
         );
-        assert_eq!(closest("zzz", names.iter().copied()), None);
+        assert!(closest("zzz", names.iter().copied()).is_empty());
+    }
+
+    #[test]
+    fn suggestions_read_as_a_question() {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(did_you_mean(&[]), "");
+        assert_eq!(did_you_mean(&names(&["a"])), " (did you mean 'a'?)");
+        assert_eq!(
+            did_you_mean(&names(&["a", "b", "c"])),
+            " (did you mean 'a', 'b' or 'c'?)"
+        );
     }
 }

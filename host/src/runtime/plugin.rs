@@ -11,12 +11,13 @@ use std::time::Duration;
 use crate::bindings::ToolSpec;
 use crate::config::Config;
 use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
+use crate::names;
 use crate::output::{self, OutputLimits};
 use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::schema_budget::{OverBudget, Spending};
 use crate::source::Refusal;
-use crate::validation::{ArgumentValidator, ValidatorCompiler};
+use crate::validation::{SchemaValidator, ValidatorCompiler};
 
 use super::builder::BuildError;
 use super::diagnostic::{Diagnostic, DiagnosticKind, Severity};
@@ -141,6 +142,8 @@ pub(super) struct Plugin {
     pub info: Option<PluginInfo>,
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
+    /// Its sandbox, when it loaded.
+    pub handle: Option<PluginHandle>,
     /// The tools in registration order: ready, or rejected with the reason.
     pub tools: Vec<Result<PreparedTool, RejectedTool>>,
     /// For a plugin that did not load: the tools it would have offered, so that calling
@@ -168,7 +171,8 @@ pub(super) struct PreparedTool {
 #[derive(Clone)]
 pub(super) struct ToolEntry {
     pub handle: PluginHandle,
-    pub validator: Option<Arc<ArgumentValidator>>,
+    pub validator: Option<Arc<SchemaValidator>>,
+    pub output_validator: Option<Arc<SchemaValidator>>,
     /// How much of a result the model sees.
     pub output: OutputLimits,
     pub file: PathBuf,
@@ -215,6 +219,7 @@ impl Plugin {
             file,
             info: None,
             diagnostics,
+            handle: None,
             tools: Vec::new(),
             offered,
         }
@@ -278,6 +283,7 @@ impl Plugin {
             }),
             file,
             diagnostics,
+            handle: Some(handle),
             tools,
             offered: Vec::new(),
         }
@@ -353,54 +359,72 @@ impl ToolChecks<'_> {
                 format!("tool '{name}' of plugin {display} {problem}"),
             )
         };
-        let over_budget = |over: OverBudget| {
-            invalid(format!(
-                "is over its schema budget and is not registered: {over}"
-            ))
-        };
-        let (params_schema, validator) = match spec.params_schema.as_deref() {
-            None => (None, None),
-            Some(text) => {
-                self.spending.check_time().map_err(over_budget)?;
-                self.spending.admit_text(text).map_err(over_budget)?;
-                let schema = match serde_json::from_str::<serde_json::Value>(text) {
-                    Ok(schema @ serde_json::Value::Object(_)) => schema::repair(schema),
-                    Ok(_) => {
-                        return Err(invalid(
-                            "has a schema that is not a JSON object".to_string(),
-                        ));
-                    }
-                    Err(error) => {
-                        return Err(invalid(format!("has an unreadable schema: {error}")));
-                    }
-                };
-                self.spending.admit(&schema).map_err(over_budget)?;
-                let validator = self.compiler.compile(&schema).map_err(|reason| {
-                    invalid(format!(
-                        "has an invalid schema and is not registered: {reason}"
-                    ))
-                })?;
-                (Some(schema), Some(Arc::new(validator)))
-            }
-        };
+        let (params_schema, validator) = self
+            .schema("schema", spec.params_schema.as_deref())
+            .map_err(&invalid)?;
+        let (output_schema, output_validator) = self
+            .schema("output schema", spec.output_schema.as_deref())
+            .map_err(&invalid)?;
+        if let Some(schema) = &output_schema
+            && schema.get("type") != Some(&serde_json::json!("object"))
+        {
+            return Err(invalid(
+                "has an output schema whose type is not \"object\" (a structured result is a JSON object, as MCP requires) and is not registered".to_string(),
+            ));
+        }
         let output = self.config.output_for(self.plugin, &spec.name);
         Ok(PreparedTool {
             info: ToolInfo {
+                path: names::tool_path(handle.name(), &spec.name),
                 name: spec.name,
                 description: spec.description,
                 params_schema,
                 timeout: spec.timeout_ms.map(|ms| Duration::from_millis(ms.into())),
                 no_prompt: spec.no_prompt,
                 hidden: spec.hidden,
+                title: spec.title.filter(|title| !title.is_empty()),
+                output_schema,
                 plugin: handle.name().to_string(),
             },
             entry: ToolEntry {
                 handle: handle.clone(),
                 validator,
+                output_validator,
                 output,
                 file: self.file.path.clone(),
             },
         })
+    }
+}
+
+impl ToolChecks<'_> {
+    /// A schema the plugin gave as JSON text (`field` names it: "schema", "output
+    /// schema"), within the plugin's schema budget, repaired and compiled. The error
+    /// completes "tool 'T' of plugin P ...".
+    fn schema(
+        &mut self,
+        field: &str,
+        text: Option<&str>,
+    ) -> Result<(Option<serde_json::Value>, Option<Arc<SchemaValidator>>), String> {
+        let Some(text) = text else {
+            return Ok((None, None));
+        };
+        let over_budget =
+            |over: OverBudget| format!("is over its schema budget and is not registered: {over}");
+        self.spending.check_time().map_err(over_budget)?;
+        self.spending.admit_text(text).map_err(over_budget)?;
+        let article = if field.starts_with('o') { "an" } else { "a" };
+        let schema = match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(schema @ serde_json::Value::Object(_)) => schema::repair(schema),
+            Ok(_) => return Err(format!("has {article} {field} that is not a JSON object")),
+            Err(error) => return Err(format!("has an unreadable {field}: {error}")),
+        };
+        self.spending.admit(&schema).map_err(over_budget)?;
+        let validator = self
+            .compiler
+            .compile(&schema)
+            .map_err(|reason| format!("has an invalid {field} and is not registered: {reason}"))?;
+        Ok((Some(schema), Some(Arc::new(validator))))
     }
 }
 

@@ -23,9 +23,10 @@ use tokio::sync::oneshot;
 use super::PluginContext;
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::ops::{CallId, OpEvent};
-use super::supervisor::{CallRequest, Supervisor};
+use super::supervisor::{CallRequest, Ended, Supervisor};
 use crate::bindings::ToolSpec;
 use crate::outcome::CallOutcome;
+use crate::progress::ProgressSender;
 
 enum Command {
     Start(CallRequest),
@@ -69,8 +70,14 @@ impl PluginHandle {
         &self.name
     }
 
+    /// The most linear memory any instance of the plugin has had, in bytes.
+    pub fn peak_memory(&self) -> u64 {
+        self.shared.context.peak_memory.load(Ordering::Relaxed)
+    }
+
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
-    /// plugin's default); the receiver yields its outcome. When the plugin is idle,
+    /// plugin's default) and whose progress goes to `progress`; the receiver yields
+    /// its outcome. When the plugin is idle,
     /// the call's first step runs before this returns (at most until running code
     /// first yields, a few milliseconds).
     pub fn start(
@@ -79,7 +86,8 @@ impl PluginHandle {
         tool: &str,
         args: String,
         timeout: Option<Duration>,
-    ) -> oneshot::Receiver<CallOutcome> {
+        progress: ProgressSender,
+    ) -> oneshot::Receiver<Ended> {
         let (reply, outcome) = oneshot::channel();
         let request = CallRequest {
             call,
@@ -87,15 +95,18 @@ impl PluginHandle {
             args,
             timeout,
             reply,
+            progress,
         };
         let Err(request) = self.run_here(request) else {
             return outcome;
         };
         if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
-            let _ = request.reply.send(CallOutcome::Stopped(format!(
-                "plugin '{}' is not running",
-                self.name
-            )));
+            let _ = request
+                .reply
+                .send(Ended::before_running(CallOutcome::Stopped(format!(
+                    "plugin '{}' is not running",
+                    self.name
+                ))));
         }
         outcome
     }

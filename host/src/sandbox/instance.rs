@@ -17,6 +17,7 @@ use crate::bindings::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSp
 use crate::clock;
 use crate::limits::format_bytes;
 use crate::outcome::CrashCause;
+use crate::progress::ProgressSender;
 
 /// How much fuel running plugin code burns between two yields to the async executor,
 /// where its hard deadline is checked: a few milliseconds of Lua. Each yield wakes an
@@ -351,16 +352,19 @@ impl Instance {
         &mut self.store.data_mut().ops
     }
 
-    /// Starts call `call` of `tool`; `fuel` is the call's remaining budget.
+    /// Starts call `call` of `tool`, whose progress goes to `progress`; `fuel` is the
+    /// call's remaining budget.
     pub async fn start(
         &mut self,
         call: u64,
         tool: &str,
         args: &str,
+        progress: ProgressSender,
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
         self.ops().begin_call(call);
+        self.store.data_mut().progress.insert(call, progress);
         let hard_deadline = self.prepare(call, *fuel, deadline);
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = self
@@ -393,7 +397,7 @@ impl Instance {
         let hard_deadline = self.prepare(call, fuel, Instant::now());
         let step = self.guest.cancel(&mut self.store, call, reason);
         let result = until(hard_deadline, step).await;
-        self.ops().end_call(call);
+        self.end_call(call);
         self.finish(result, &mut fuel)
     }
 
@@ -422,6 +426,7 @@ impl Instance {
     /// Ends a call the plugin reported as ended: aborts what it left pending.
     pub fn end_call(&mut self, call: u64) {
         self.ops().end_call(call);
+        self.store.data_mut().progress.remove(&call);
     }
 
     /// What the guest said was running when it stopped the last step (for Lua: a

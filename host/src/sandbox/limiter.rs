@@ -3,7 +3,11 @@
 //! The guest's own allocator limit (8 MiB of Lua memory by default) is the first layer;
 //! this is the backstop for everything else in the instance (the runtime's Rust heap,
 //! buffers, a hostile component). A refused growth makes the guest's allocation fail,
-//! which traps it; the limiter remembers why so the crash message can say so.
+//! which traps it; the limiter remembers why so the crash message can say so. It also
+//! keeps the plugin's peak memory (across its instances) for the runtime's statistics.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use wasmtime::ResourceLimiter;
 
@@ -18,17 +22,21 @@ pub struct MemoryCap {
     linear_memory: u64,
     /// The growth allowed last, taken back if wasmtime then fails to make it.
     allowed_growth: u64,
+    /// The most linear memory any instance of the plugin has had.
+    peak: Arc<AtomicU64>,
 }
 
 impl MemoryCap {
-    /// A cap of `max_memory` bytes of linear memory per instance.
-    pub fn new(max_memory: u64) -> Self {
+    /// A cap of `max_memory` bytes of linear memory per instance; the plugin's peak
+    /// goes to `peak`.
+    pub fn new(max_memory: u64, peak: Arc<AtomicU64>) -> Self {
         MemoryCap {
             max_memory: usize::try_from(max_memory).unwrap_or(usize::MAX),
             max_table_elements: 100_000,
             refusals: 0,
             linear_memory: 0,
             allowed_growth: 0,
+            peak,
         }
     }
 
@@ -63,6 +71,7 @@ impl ResourceLimiter for MemoryCap {
             0
         };
         self.linear_memory += self.allowed_growth;
+        self.peak.fetch_max(self.linear_memory, Ordering::Relaxed);
         Ok(allowed)
     }
 

@@ -25,6 +25,7 @@ mod supervisor;
 mod turns;
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
 use wasmtime::component::{Component, Linker};
@@ -32,6 +33,7 @@ use wasmtime::component::{Component, Linker};
 pub use actor::{PluginHandle, spawn_plugin};
 pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
+pub use supervisor::Ended;
 
 use crate::debug_log::DebugLog;
 use crate::files::Files;
@@ -117,6 +119,8 @@ pub struct PluginContext {
     http_client: OnceLock<Result<Arc<PluginHttp>, String>>,
     /// Its calls cancelled while a step may be running.
     pub interrupts: Interrupts,
+    /// The most linear memory any of its instances has had, in bytes.
+    pub peak_memory: Arc<AtomicU64>,
 }
 
 impl PluginContext {
@@ -143,6 +147,7 @@ impl PluginContext {
             log,
             http_client: OnceLock::new(),
             interrupts: Interrupts::default(),
+            peak_memory: Arc::new(AtomicU64::new(0)),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The data of a plugin's `Store`, and the host services (`toolcell:plugin/host`) the
 //! plugin imports.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use super::ops::Operations;
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
 use crate::http::{self, Method};
+use crate::progress::{Progress, ProgressSender};
 
 /// The longest `timeout-note` kept: a sentence, not a payload.
 const MAX_TIMEOUT_NOTE: usize = 1024;
@@ -31,6 +33,8 @@ pub struct StoreState {
     pub(super) running: Option<u64>,
     /// What the guest said was running when it stopped the step (`timeout-note`).
     pub(super) timeout_note: Option<String>,
+    /// Where the progress each call in flight reports goes.
+    pub(super) progress: HashMap<u64, ProgressSender>,
 }
 
 impl StoreState {
@@ -44,7 +48,10 @@ impl StoreState {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
-        let cap = MemoryCap::new(plugin.grants.limits.linear_memory);
+        let cap = MemoryCap::new(
+            plugin.grants.limits.linear_memory,
+            plugin.peak_memory.clone(),
+        );
         let ops = Operations::new(plugin.grants.limits.max_pending_ops);
         StoreState {
             wasi,
@@ -54,6 +61,7 @@ impl StoreState {
             ops,
             running: None,
             timeout_note: None,
+            progress: HashMap::new(),
         }
     }
 }
@@ -185,6 +193,20 @@ impl toolcell::plugin::host::Host for StoreState {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             OpOutcome::TimerFired
         }))
+    }
+
+    fn progress(
+        &mut self,
+        call: u64,
+        done: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), String> {
+        let progress = Progress::new(done, total, message).map_err(|bad| bad.to_string())?;
+        if let Some(sender) = self.progress.get(&call) {
+            sender.report(progress);
+        }
+        Ok(())
     }
 
     fn cancel_op(&mut self, op: u64) {

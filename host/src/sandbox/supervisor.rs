@@ -19,6 +19,26 @@ use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::ops::{CallId, OpEvent};
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
+use crate::progress::ProgressSender;
+
+/// How a call ended, and the fuel it burnt (for the runtime's statistics).
+#[derive(Debug)]
+pub struct Ended {
+    /// The call's outcome.
+    pub outcome: CallOutcome,
+    /// The fuel its steps consumed.
+    pub fuel_used: u64,
+}
+
+impl Ended {
+    /// A call that ended before any of its code ran.
+    pub fn before_running(outcome: CallOutcome) -> Ended {
+        Ended {
+            outcome,
+            fuel_used: 0,
+        }
+    }
+}
 
 /// A call to start: what the caller asked for and where its outcome goes.
 pub struct CallRequest {
@@ -31,7 +51,9 @@ pub struct CallRequest {
     /// The tool's own deadline (none: the plugin's default).
     pub timeout: Option<Duration>,
     /// Receives the outcome.
-    pub reply: oneshot::Sender<CallOutcome>,
+    pub reply: oneshot::Sender<Ended>,
+    /// Receives the progress the plugin reports.
+    pub progress: ProgressSender,
 }
 
 /// A call in flight, as the host sees it.
@@ -39,13 +61,16 @@ struct HostCall {
     /// Says what of the call's log was dropped once the call ends, however it ends.
     log: LogEnd,
     tool: String,
-    reply: oneshot::Sender<CallOutcome>,
+    reply: oneshot::Sender<Ended>,
     deadline: Instant,
     timeout: Duration,
     /// Set when the call runs under the plugin's default deadline and the policy
     /// granted less than its manifest asks for: the timeout message adds it.
     timeout_hint: Option<String>,
+    /// The fuel it has left.
     fuel: u64,
+    /// The fuel it started with.
+    budget: u64,
 }
 
 /// One plugin's instance and calls.
@@ -116,21 +141,22 @@ impl Supervisor {
             args,
             timeout,
             reply,
+            progress,
         } = request;
         if let Some(reason) = &self.disabled {
-            let _ = reply.send(CallOutcome::Disabled(reason.clone()));
+            let _ = reply.send(Ended::before_running(CallOutcome::Disabled(reason.clone())));
             return;
         }
         if self.instance.is_none()
             && let Err(failure) = self.restart().await
         {
             let name = &self.context.name;
-            let _ = reply.send(CallOutcome::Crashed {
+            let _ = reply.send(Ended::before_running(CallOutcome::Crashed {
                 message: format!("plugin '{name}' {failure}"),
                 cause: CrashCause::Restart,
                 fate: self.fate_after_failed_restart(),
                 during_another_call: false,
-            });
+            }));
             return;
         }
         let Some(instance) = self.instance.as_mut() else {
@@ -144,9 +170,10 @@ impl Supervisor {
             ),
         };
         let deadline = Instant::now() + timeout;
-        let mut fuel = self.context.grants.limits.fuel;
+        let budget = self.context.grants.limits.fuel;
+        let mut fuel = budget;
         let state = instance
-            .start(call, &tool, &args, deadline, &mut fuel)
+            .start(call, &tool, &args, progress, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
             log: LogEnd {
@@ -159,6 +186,7 @@ impl Supervisor {
             timeout,
             timeout_hint,
             fuel,
+            budget,
         };
         self.settle(call, host_call, state).await;
     }
@@ -391,7 +419,8 @@ impl HostCall {
     /// finds the log complete.
     fn finish(self, outcome: CallOutcome) {
         drop(self.log);
-        let _ = self.reply.send(outcome);
+        let fuel_used = self.budget.saturating_sub(self.fuel);
+        let _ = self.reply.send(Ended { outcome, fuel_used });
     }
 }
 

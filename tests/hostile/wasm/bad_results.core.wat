@@ -4,9 +4,9 @@
 (core module $Main
   (import "env" "memory" (memory 1))
   (data (i32.const 128) "\00\02\00\00\08\00\00\00")
-  (data (i32.const 168) "\08\02\00\00\0d\00\00\00")
-  (data (i32.const 208) "\15\02\00\00\08\00\00\00")
-  (data (i32.const 248) "\1d\02\00\00\04\00\00\00")
+  (data (i32.const 192) "\08\02\00\00\0d\00\00\00")
+  (data (i32.const 256) "\15\02\00\00\08\00\00\00")
+  (data (i32.const 320) "\1d\02\00\00\04\00\00\00")
   (data (i32.const 512) "bad_utf8out_of_boundsbad_casefine")
   (data (i32.const 600) "\ff\fe")
   (func (export "load") (param i32 i32 i32 i32 i32 i64 i64 i32) (result i32)

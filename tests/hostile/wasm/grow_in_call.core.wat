@@ -3,7 +3,7 @@
 (core module $Main
   (import "env" "memory" (memory 1))
   (data (i32.const 128) "\00\02\00\00\04\00\00\00")
-  (data (i32.const 168) "\04\02\00\00\04\00\00\00")
+  (data (i32.const 192) "\04\02\00\00\04\00\00\00")
   (data (i32.const 512) "growfine")
   (func (export "load") (param i32 i32 i32 i32 i32 i64 i64 i32) (result i32)
     (i32.store8 (i32.const 64) (i32.const 0))

@@ -7,8 +7,8 @@
   (import "env" "timer-start" (func $timer-start (param i64 i64 i32)))
   ;; Three specs: "grow_now", "grow_later", "fine".
   (data (i32.const 128) "\00\02\00\00\08\00\00\00")
-  (data (i32.const 168) "\08\02\00\00\0a\00\00\00")
-  (data (i32.const 208) "\12\02\00\00\04\00\00\00")
+  (data (i32.const 192) "\08\02\00\00\0a\00\00\00")
+  (data (i32.const 256) "\12\02\00\00\04\00\00\00")
   (data (i32.const 512) "grow_nowgrow_laterfine")
   (func (export "load") (param i32 i32 i32 i32 i32 i64 i64 i32) (result i32)
     (i32.store8 (i32.const 64) (i32.const 0))

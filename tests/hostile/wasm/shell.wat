@@ -11,15 +11,17 @@
 ;;   start  (call, tool ptr, len, args ptr, len, deadline) -> pointer to call-state
 ;;   resume (call, op, outcome tag, 5 payload words) -> pointer to call-state
 ;;   cancel (call, reason ptr, len)
-;; A tool-spec in memory is 40 bytes: name (ptr, len), description (ptr, len),
+;; A tool-spec in memory is 64 bytes: name (ptr, len), description (ptr, len),
 ;; params-schema (tag at 16, ptr, len), timeout-ms (tag at 28, value at 32),
-;; no-prompt at 36, hidden at 37. A call-state is a tag byte (0 pending, 1 completed,
+;; no-prompt at 36, hidden at 37, title (tag at 40, ptr, len), output-schema (tag at
+;; 52, ptr, len). A call-state is a tag byte (0 pending, 1 completed,
 ;; 2 failed, 3 timed-out, 4 broke-rule, 5 out-of-memory) and a string at 4 and 8.
 (component
   (type $tool-spec (record
     (field "name" string) (field "description" string)
     (field "params-schema" (option string)) (field "timeout-ms" (option u32))
-    (field "no-prompt" bool) (field "hidden" bool)))
+    (field "no-prompt" bool) (field "hidden" bool)
+    (field "title" (option string)) (field "output-schema" (option string))))
   (type $load-request (record
     (field "name" string) (field "script" (option (list u8)))
     (field "deadline" u64) (field "memory-limit" u64) (field "debug-log" bool)))
@@ -85,7 +87,8 @@
     (type $ts (record
       (field "name" string) (field "description" string)
       (field "params-schema" (option string)) (field "timeout-ms" (option u32))
-      (field "no-prompt" bool) (field "hidden" bool)))
+      (field "no-prompt" bool) (field "hidden" bool)
+      (field "title" (option string)) (field "output-schema" (option string))))
     (import "import-tool-spec" (type $tool-spec (eq $ts)))
     (type $lr (record
       (field "name" string) (field "script" (option (list u8)))

@@ -5,10 +5,10 @@
 (core module $Main
   (import "env" "memory" (memory 1))
   (import "env" "timer-start" (func $timer-start (param i64 i64 i32)))
-  ;; Tool specs (40 bytes each) at 128, 168 and 208; their names at 512.
+  ;; Tool specs (64 bytes each) at 128, 192 and 256; their names at 512.
   (data (i32.const 128) "\00\02\00\00\04\00\00\00")
-  (data (i32.const 168) "\04\02\00\00\02\00\00\00")
-  (data (i32.const 208) "\06\02\00\00\03\00\00\00")
+  (data (i32.const 192) "\04\02\00\00\02\00\00\00")
+  (data (i32.const 256) "\06\02\00\00\03\00\00\00")
   (data (i32.const 512) "boomoknap")
   ;; load -> ok([boom, ok, nap]), in the result area at 64.
   (func (export "load") (param i32 i32 i32 i32 i32 i64 i64 i32) (result i32)

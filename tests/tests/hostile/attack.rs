@@ -7,7 +7,7 @@ use std::fmt;
 use toolcell::config::HttpSection;
 use toolcell::limits::Limits;
 
-/// The attack categories of the issue, in the order the README's table lists them.
+/// The attack categories of the issue, in the order docs/security.md's table lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Category {
     /// Burning CPU: loops, C-level work, recursion, coroutine bombs, endless tasks.
@@ -56,7 +56,7 @@ impl Category {
         }
     }
 
-    /// How the README's table names the category.
+    /// How docs/security.md's table names the category.
     pub fn title(self) -> &'static str {
         match self {
             Category::Cpu => "CPU",

@@ -691,7 +691,7 @@ fn protocol() -> Vec<Attack> {
             ),
         attack(Protocol, "name_collision", "registering another plugin's tool name")
             .diagnostic(
-                "tool 'canary' of plugin name_collision.lua is already registered by plugin aaa_canary.lua; the first one stays",
+                "tool 'canary' of plugin name_collision.lua (name_collision/canary) is also registered by plugin aaa_canary.lua (aaa_canary/canary), loaded first, which keeps the name; call it as name_collision/canary",
             )
             .completes("collision_own", "{}", "own"),
     ]

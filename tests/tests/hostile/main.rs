@@ -2,7 +2,7 @@
 //! way, and its test asserts the exact outcome, that the host is alive, that a canary
 //! tool in another plugin still answers, and that nothing outside the granted root
 //! changed (see `arena`). The catalogue (`catalogue`) is the table of attacks; this
-//! harness runs one trial per attack and prints the figures the README publishes.
+//! harness runs one trial per attack and prints the figures docs/security.md publishes.
 //!
 //! Run it with `cargo test -p toolcell-tests --test hostile`; name filters work as
 //! usual (`-- network::`).
@@ -31,8 +31,8 @@ fn main() {
     for attack in &attacks {
         *counts.entry(attack.category).or_default() += 1;
     }
-    let readme = Trial::test("readme::figures_match_the_catalogue", move || {
-        readme_matches(&counts).map_err(Into::into)
+    let published = Trial::test("security_doc::figures_match_the_catalogue", move || {
+        published_figures_match(&counts).map_err(Into::into)
     });
     let trials = attacks
         .into_iter()
@@ -56,33 +56,33 @@ fn main() {
                 }
             })
         })
-        .chain([readme])
+        .chain([published])
         .collect();
     let conclusion = libtest_mimic::run(&arguments, trials);
     print_figures(&tally.lock().expect("tally"));
     conclusion.exit();
 }
 
-/// Checks that the README's Security section publishes the catalogue's figures: a row
+/// Checks that docs/security.md publishes the catalogue's figures: a row
 /// `| CATEGORY | N | N |` per category and the summary line.
-fn readme_matches(counts: &BTreeMap<Category, usize>) -> Result<(), String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-    let readme = std::fs::read_to_string(path).map_err(|error| format!("{path}: {error}"))?;
+fn published_figures_match(counts: &BTreeMap<Category, usize>) -> Result<(), String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/security.md");
+    let page = std::fs::read_to_string(path).map_err(|error| format!("{path}: {error}"))?;
     for (category, count) in counts {
         let row = format!("| {} | {count} | {count} |", category.title());
-        if !readme.lines().any(|line| line.starts_with(&row)) {
-            return Err(format!("README.md has no row starting {row:?}"));
+        if !page.lines().any(|line| line.starts_with(&row)) {
+            return Err(format!("docs/security.md has no row starting {row:?}"));
         }
     }
     let total: usize = counts.values().sum();
     let summary = format!("{total} attacks tried, {total} contained, 0 host crashes, 0 escapes");
-    if !readme.contains(&summary) {
-        return Err(format!("README.md does not say {summary:?}"));
+    if !page.contains(&summary) {
+        return Err(format!("docs/security.md does not say {summary:?}"));
     }
     Ok(())
 }
 
-/// The table of the README's Security section, for the attacks that ran.
+/// The attack table of docs/security.md, for the attacks that ran.
 fn print_figures(tally: &Tally) {
     if tally.is_empty() {
         return;

@@ -1,0 +1,329 @@
+//! Whether a call may run: the resolver chain, and asking someone when it says `ask`.
+//!
+//! The chain, highest priority first; the first resolver that decides wins, and one
+//! that fails is skipped (and logged):
+//!
+//! | priority | resolver |
+//! |---|---|
+//! | any (default [`EMBEDDER_PRIORITY`]) | the embedder's ([`RuntimeBuilder::resolver`](crate::RuntimeBuilder::resolver)) |
+//! | [`RULES_PRIORITY`] | the user's rules: `--allow`/`--ask`/`--deny`, then `[permissions]` |
+//! | [`PRESETS_PRIORITY`] | the same rules' presets (`$readonly`, `$sandboxed`, user-defined) |
+//! | [`NO_PROMPT_PRIORITY`] | the tool's own `no_prompt = true`: allow |
+//! | last | the default: `[permissions] default`, else the runtime's |
+//!
+//! Everything but the embedder's resolvers depends on the tool alone, so it is decided
+//! once per tool when the registry is built ([`Verdicts`]).
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::{PluginInfo, ToolInfo};
+
+/// The priority of an embedder's resolver unless it says otherwise: before the user's
+/// rules.
+pub const EMBEDDER_PRIORITY: i32 = 200;
+/// The priority of the user's rules.
+pub const RULES_PRIORITY: i32 = 100;
+/// The priority of the presets the user's rules name.
+pub const PRESETS_PRIORITY: i32 = 75;
+/// The priority of a tool's own `no_prompt`.
+pub const NO_PROMPT_PRIORITY: i32 = 50;
+
+/// What the policy says about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call runs.
+    Allow,
+    /// The session's permission handler is asked (`on_permission`, the terminal, the
+    /// MCP client).
+    Ask,
+    /// The call is refused, for the reason given (the model reads
+    /// `tool 'X' was denied: REASON`).
+    Deny(String),
+}
+
+/// What a resolver sees: the tool, its plugin (manifest and grants), and the call's
+/// arguments.
+#[derive(Debug, Clone, Copy)]
+pub struct PermissionRequest<'a> {
+    /// The tool.
+    pub tool: &'a ToolInfo,
+    /// Its plugin: the manifest and what it was granted.
+    pub plugin: &'a PluginInfo,
+    /// The call's arguments; `None` when the question is whether to list the tool at
+    /// all (a tool whose chain denies it without arguments is not listed).
+    pub arguments: Option<&'a serde_json::Value>,
+}
+
+/// How a resolver failed; the chain logs it and asks the next resolver.
+pub type ResolverError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A resolver of the chain: decides a call, or passes (`Ok(None)`) to the next one.
+///
+/// Any `Fn(&PermissionRequest) -> Result<Option<Decision>, ResolverError>` is one.
+pub trait Resolver: Send + Sync + 'static {
+    /// The decision for `request`, or `None` to let the next resolver decide.
+    fn resolve(&self, request: &PermissionRequest<'_>) -> Result<Option<Decision>, ResolverError>;
+}
+
+impl<F> Resolver for F
+where
+    F: Fn(&PermissionRequest<'_>) -> Result<Option<Decision>, ResolverError>
+        + Send
+        + Sync
+        + 'static,
+{
+    fn resolve(&self, request: &PermissionRequest<'_>) -> Result<Option<Decision>, ResolverError> {
+        self(request)
+    }
+}
+
+/// A call waiting for someone's answer (what `on_permission` receives).
+#[derive(Debug, Clone)]
+pub struct PermissionPrompt {
+    /// The call's id (as [`Call::id`](crate::Call::id)).
+    pub call: u64,
+    /// The tool.
+    pub tool: ToolInfo,
+    /// Its plugin, with what it was granted: what the tool could do.
+    pub plugin: PluginInfo,
+    /// The arguments, as validated against the tool's schema.
+    pub arguments: serde_json::Value,
+}
+
+/// An answer to a [`PermissionPrompt`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// This call runs; the next call of the tool asks again.
+    AllowOnce,
+    /// This call runs, and so does every later call of the tool in the same session.
+    AllowForSession,
+    /// The call is refused; the model reads the feedback, when there is some.
+    Deny {
+        /// What the user wants the model to know.
+        feedback: Option<String>,
+    },
+    /// Nobody could answer (the user was not reachable); the call is refused for this
+    /// reason.
+    Unanswered(String),
+}
+
+/// A boxed future, as permission handlers return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Who answers `ask`: the embedder's `on_permission`, the terminal, an MCP client.
+///
+/// Any `Fn(PermissionPrompt) -> impl Future<Output = Answer>` is one.
+pub trait PermissionHandler: Send + Sync + 'static {
+    /// Asks about `prompt`.
+    fn ask(&self, prompt: PermissionPrompt) -> BoxFuture<Answer>;
+}
+
+impl<F, Fut> PermissionHandler for F
+where
+    F: Fn(PermissionPrompt) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Answer> + Send + 'static,
+{
+    fn ask(&self, prompt: PermissionPrompt) -> BoxFuture<Answer> {
+        Box::pin(self(prompt))
+    }
+}
+
+/// One session's approvals: who answers `ask`, and the tools allowed for the rest of
+/// the session. Calls of the embedding API without a session of their own share the
+/// runtime's.
+pub struct Approvals {
+    asker: Asker,
+    /// Tools (by path) answered "allow for the session".
+    allowed: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let asker = match &self.asker {
+            Asker::Nobody => "nobody (ask allows)",
+            Asker::Handler(_) => "a handler",
+            Asker::Refuse(_) => "nobody (ask denies)",
+        };
+        f.debug_struct("Approvals")
+            .field("asker", &asker)
+            .field("allowed", &self.allowed)
+            .finish()
+    }
+}
+
+impl Approvals {
+    /// A session whose `ask` decisions go to `handler`; without one, `ask` allows the
+    /// call (clm-tool(5): the prompt is the agent's, and an agent without one runs
+    /// every tool).
+    pub fn new(handler: Option<Arc<dyn PermissionHandler>>) -> Approvals {
+        let asker = match handler {
+            Some(handler) => Asker::Handler(handler),
+            None => Asker::Nobody,
+        };
+        Approvals {
+            asker,
+            allowed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// A session where nobody can be asked: `ask` denies the call for `reason` (the
+    /// model reads `tool 'X' was denied: REASON`).
+    pub fn refusing(reason: &str) -> Approvals {
+        Approvals {
+            asker: Asker::Refuse(reason.to_string()),
+            allowed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether `ask` needs more than allowing the call: a handler to ask, or a refusal.
+    pub fn handles_ask(&self) -> bool {
+        !matches!(self.asker, Asker::Nobody)
+    }
+
+    /// Whether the tool at `path` was allowed for the rest of this session.
+    pub fn allowed_for_session(&self, path: &str) -> bool {
+        self.lock().contains(path)
+    }
+
+    /// Asks about `prompt` (the tool at `path`); the decision, remembered when the
+    /// answer was "allow for the session".
+    pub(crate) async fn ask(&self, path: &str, prompt: PermissionPrompt) -> Decision {
+        if self.allowed_for_session(path) {
+            return Decision::Allow;
+        }
+        let handler = match &self.asker {
+            Asker::Nobody => return Decision::Allow,
+            Asker::Refuse(reason) => return Decision::Deny(reason.clone()),
+            Asker::Handler(handler) => handler,
+        };
+        match handler.ask(prompt).await {
+            Answer::AllowOnce => Decision::Allow,
+            Answer::AllowForSession => {
+                self.lock().insert(path.to_string());
+                Decision::Allow
+            }
+            Answer::Deny { feedback: None } => Decision::Deny("the user denied it".to_string()),
+            Answer::Deny {
+                feedback: Some(feedback),
+            } => Decision::Deny(format!("the user denied it: {feedback}")),
+            Answer::Unanswered(reason) => Decision::Deny(reason),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.allowed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Who answers `ask` in a session.
+enum Asker {
+    /// Nobody: `ask` allows.
+    Nobody,
+    /// A handler.
+    Handler(Arc<dyn PermissionHandler>),
+    /// Nobody can be asked, and `ask` denies for this reason.
+    Refuse(String),
+}
+
+/// An embedder's resolver in the chain.
+pub(crate) struct RegisteredResolver {
+    pub name: String,
+    pub priority: i32,
+    pub resolver: Arc<dyn Resolver>,
+}
+
+/// What the resolvers that depend on the tool alone decide about it, decided when the
+/// registry is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verdicts {
+    pub rules: Option<Decision>,
+    pub presets: Option<Decision>,
+    pub no_prompt: Option<Decision>,
+    pub default: Decision,
+}
+
+impl Verdicts {
+    /// The chain's decision when no embedder resolver decides.
+    pub fn decision(&self) -> &Decision {
+        self.rules
+            .as_ref()
+            .or(self.presets.as_ref())
+            .or(self.no_prompt.as_ref())
+            .unwrap_or(&self.default)
+    }
+}
+
+/// A step of the chain.
+enum Step {
+    Embedder(usize),
+    Rules,
+    Presets,
+    NoPrompt,
+}
+
+/// The resolver chain of a runtime, in the order it is asked.
+pub(crate) struct Chain {
+    resolvers: Vec<RegisteredResolver>,
+    steps: Vec<Step>,
+}
+
+impl Chain {
+    /// The chain of the embedder's `resolvers` and the built-in ones, by priority (an
+    /// embedder's resolver goes before a built-in one of the same priority, and
+    /// resolvers of the same priority keep their order).
+    pub fn new(resolvers: Vec<RegisteredResolver>) -> Chain {
+        let mut ordered: Vec<(i32, Step)> = resolvers
+            .iter()
+            .enumerate()
+            .map(|(index, resolver)| (resolver.priority, Step::Embedder(index)))
+            .collect();
+        ordered.extend([
+            (RULES_PRIORITY, Step::Rules),
+            (PRESETS_PRIORITY, Step::Presets),
+            (NO_PROMPT_PRIORITY, Step::NoPrompt),
+        ]);
+        ordered.sort_by_key(|(priority, _)| std::cmp::Reverse(*priority));
+        Chain {
+            resolvers,
+            steps: ordered.into_iter().map(|(_, step)| step).collect(),
+        }
+    }
+
+    /// Whether the embedder registered resolvers (otherwise a tool's [`Verdicts`]
+    /// decide alone).
+    pub fn has_resolvers(&self) -> bool {
+        !self.resolvers.is_empty()
+    }
+
+    /// The decision for `request`, given what the built-in resolvers say of its tool.
+    pub fn decide(&self, verdicts: &Verdicts, request: &PermissionRequest<'_>) -> Decision {
+        for step in &self.steps {
+            let decided = match step {
+                Step::Embedder(index) => {
+                    let registered = &self.resolvers[*index];
+                    match registered.resolver.resolve(request) {
+                        Ok(decision) => decision,
+                        Err(error) => {
+                            tracing::warn!(
+                                "permission resolver '{}' failed for tool '{}' (skipped): {error}",
+                                registered.name,
+                                request.tool.name
+                            );
+                            None
+                        }
+                    }
+                }
+                Step::Rules => verdicts.rules.clone(),
+                Step::Presets => verdicts.presets.clone(),
+                Step::NoPrompt => verdicts.no_prompt.clone(),
+            };
+            if let Some(decision) = decided {
+                return decision;
+            }
+        }
+        verdicts.default.clone()
+    }
+}

@@ -1,0 +1,351 @@
+//! The policy layer around every call: whether it may run (approval), the embedder's
+//! code around it (interceptors), how many run at once (concurrency caps), and what
+//! happened (`crate::stats`). The same for every plugin language, from the embedding
+//! API, `call` and `serve`; docs/policy.md is the guide.
+//!
+//! - `approval`: decisions, the resolver chain, sessions' approvals and who answers `ask`;
+//! - `rules`: the user's rules (`[permissions]`, `--allow`/`--ask`/`--deny`) and presets;
+//! - `interceptors`: `before` and `after`;
+//! - `caps`: `max_concurrent` per tool, plugin and runtime.
+//!
+//! What depends on the tool alone is worked out once per tool when the registry is built
+//! (its [`Gate`]). A tool with nothing to do (allowed without asking, no interceptor, no
+//! cap, no embedder resolver) is *open*: its calls go straight to the plugin, as if there
+//! were no policy, with no allocation, lock or task switch of the policy's own. Every
+//! other call runs [`Gated::run`]: approval, `before`, caps, the plugin, `after`.
+
+mod approval;
+mod caps;
+mod interceptors;
+mod rules;
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::outcome::CallOutcome;
+use crate::progress::ProgressSender;
+use crate::sandbox::{Ended, PluginHandle};
+use crate::stats::{Meters, ToolMeter};
+use crate::{PluginInfo, ToolInfo};
+
+pub use approval::{
+    Answer, Approvals, BoxFuture, Decision, EMBEDDER_PRIORITY, NO_PROMPT_PRIORITY,
+    PRESETS_PRIORITY, PermissionHandler, PermissionPrompt, PermissionRequest, RULES_PRIORITY,
+    Resolver, ResolverError,
+};
+pub use interceptors::{
+    After, Before, DEFAULT_INTERCEPTOR_TIMEOUT, InterceptedCall, Interceptor, InterceptorError,
+};
+pub use rules::{CommandLineRules, PermissionsSection, RuleError, Verdict};
+
+pub(crate) use approval::{Chain, RegisteredResolver};
+pub(crate) use caps::Caps;
+pub(crate) use interceptors::Interceptors;
+pub(crate) use rules::Rules;
+
+use approval::Verdicts;
+use interceptors::{Stop, ToolInterceptors};
+use rules::ToolFacts;
+
+/// A runtime's policy: everything the embedder and the user configured.
+pub(crate) struct Policy {
+    pub chain: Chain,
+    pub rules: Rules,
+    /// The decision when nothing else decides and `[permissions] default` is not set.
+    pub default: Verdict,
+    pub interceptors: Interceptors,
+    pub caps: Caps,
+    pub meters: Meters,
+    /// The approvals of calls made without a session of their own.
+    pub approvals: Arc<Approvals>,
+}
+
+/// What the policy does with one tool's calls, worked out when the registry is built.
+pub(crate) struct Gate {
+    /// The tool's path, `PLUGIN-ID/TOOL`.
+    pub path: String,
+    /// Its plugin.
+    pub plugin: PluginInfo,
+    verdicts: Verdicts,
+    interceptors: ToolInterceptors,
+    caps: Vec<Arc<Semaphore>>,
+    pub meter: Arc<ToolMeter>,
+    /// Nothing to do: calls go straight to the plugin.
+    open: bool,
+    /// Nothing to do but `ask`, which allows when nobody is there to answer.
+    open_unless_asked: bool,
+}
+
+impl Policy {
+    /// The gate of `tool` of `plugin`.
+    pub fn gate(&self, tool: &ToolInfo, plugin: &PluginInfo) -> Gate {
+        let path = format!("{}/{}", plugin.manifest.id, tool.name);
+        let facts = ToolFacts {
+            name: &tool.name,
+            path: &path,
+            no_prompt: tool.no_prompt,
+            read_only: plugin.grants.is_read_only(),
+        };
+        let default = match self.rules.default.unwrap_or(self.default) {
+            Verdict::Allow => Decision::Allow,
+            Verdict::Ask => Decision::Ask,
+            Verdict::Deny => Decision::Deny("the permission policy's default is deny".to_string()),
+        };
+        let verdicts = Verdicts {
+            rules: self.rules.by_glob(&facts),
+            presets: self.rules.by_preset(&facts),
+            no_prompt: tool.no_prompt.then_some(Decision::Allow),
+            default,
+        };
+        let interceptors = self.interceptors.for_tool(&facts);
+        let caps = self.caps.for_tool(&tool.name, &path, &plugin.manifest.id);
+        let nothing_else =
+            !self.chain.has_resolvers() && interceptors.is_empty() && caps.is_empty();
+        let decision = verdicts.decision().clone();
+        Gate {
+            meter: self.meters.tool(&tool.name, &plugin.manifest.id),
+            open: nothing_else && decision == Decision::Allow,
+            open_unless_asked: nothing_else && decision == Decision::Ask,
+            path,
+            plugin: plugin.clone(),
+            verdicts,
+            interceptors,
+            caps,
+        }
+    }
+
+    /// Whether `tool` is listed: the chain does not deny it outright (asked without
+    /// arguments).
+    pub fn lists(&self, gate: &Gate, tool: &ToolInfo) -> bool {
+        let decision = if self.chain.has_resolvers() {
+            let request = PermissionRequest {
+                tool,
+                plugin: &gate.plugin,
+                arguments: None,
+            };
+            self.chain.decide(&gate.verdicts, &request)
+        } else {
+            gate.verdicts.decision().clone()
+        };
+        !matches!(decision, Decision::Deny(_))
+    }
+}
+
+impl Gate {
+    /// Whether a call of the session of `approvals` goes straight to the plugin.
+    pub fn is_open(&self, approvals: &Approvals) -> bool {
+        self.open || (self.open_unless_asked && !approvals.handles_ask())
+    }
+}
+
+/// A call's cancellation, before or while it runs.
+#[derive(Default)]
+pub(crate) struct Cancellation {
+    token: CancellationToken,
+    reason: OnceLock<String>,
+}
+
+impl Cancellation {
+    /// Cancels the call; the first reason given stays.
+    pub fn cancel(&self, reason: &str) {
+        let _ = self.reason.set(reason.to_string());
+        self.token.cancel();
+    }
+
+    fn outcome(&self) -> CallOutcome {
+        let reason = self.reason.get().map_or("cancelled", String::as_str);
+        CallOutcome::Cancelled(format!("cancelled: {reason}"))
+    }
+
+    /// `work`, unless the call is cancelled first.
+    async fn unless_cancelled<T>(&self, work: impl Future<Output = T>) -> Result<T, CallOutcome> {
+        tokio::select! {
+            biased;
+            () = self.token.cancelled() => Err(self.outcome()),
+            value = work => Ok(value),
+        }
+    }
+}
+
+/// How a call ended, for its caller and the statistics.
+pub(crate) struct Finished {
+    pub outcome: CallOutcome,
+    /// How long it ran in its plugin, if it got there.
+    pub ran: Option<Duration>,
+    pub fuel: u64,
+}
+
+impl Finished {
+    fn before_running(outcome: CallOutcome) -> Finished {
+        Finished {
+            outcome,
+            ran: None,
+            fuel: 0,
+        }
+    }
+}
+
+/// Checks arguments against the tool's schema and limits: their text, or what is wrong.
+pub(crate) type ArgumentCheck = dyn Fn(&serde_json::Value) -> Result<String, String> + Send + Sync;
+
+/// A call whose tool is not open: everything it needs to go through the policy.
+pub(crate) struct Gated {
+    pub id: u64,
+    pub tool: ToolInfo,
+    pub gate: Arc<Gate>,
+    pub policy: Arc<Policy>,
+    pub approvals: Arc<Approvals>,
+    pub handle: PluginHandle,
+    /// The arguments, as text and parsed.
+    pub args: String,
+    pub arguments: serde_json::Value,
+    /// Checks arguments an interceptor replaced.
+    pub check: Box<ArgumentCheck>,
+    /// Where the plugin's progress goes.
+    pub progress: ProgressSender,
+    pub cancel: Arc<Cancellation>,
+}
+
+impl Gated {
+    /// Approval, `before`, caps, the plugin, `after`.
+    pub async fn run(self) -> Finished {
+        let name = self.tool.name.clone();
+        let decision = match self.decide().await {
+            Ok(decision) => decision,
+            Err(cancelled) => return Finished::before_running(cancelled),
+        };
+        if let Decision::Deny(reason) = decision {
+            tracing::info!("tool '{name}' was denied: {reason}");
+            return Finished::before_running(CallOutcome::Denied(format!(
+                "tool '{name}' was denied: {reason}"
+            )));
+        }
+        let mut call = InterceptedCall {
+            call: self.id,
+            tool: name.clone(),
+            plugin: self.gate.plugin.manifest.id.clone(),
+            arguments: self.arguments,
+        };
+        let interceptors = &self.gate.interceptors;
+        let check = |arguments: &serde_json::Value| (self.check)(arguments).map(drop);
+        let mut args = self.args;
+        match self
+            .cancel
+            .unless_cancelled(interceptors.before(&mut call, check))
+            .await
+        {
+            Err(cancelled) => return Finished::before_running(cancelled),
+            Ok(Err(Stop::Refused(reason))) => {
+                return Finished::before_running(CallOutcome::Refused(format!(
+                    "tool '{name}' was refused: {reason}"
+                )));
+            }
+            Ok(Err(Stop::Invalid(message))) => {
+                return Finished::before_running(CallOutcome::InvalidArguments(message));
+            }
+            Ok(Ok(())) => {}
+        }
+        if let Ok(replaced) = (self.check)(&call.arguments) {
+            args = replaced;
+        }
+        let permits = match self
+            .cancel
+            .unless_cancelled(caps::acquire(&self.gate.caps))
+            .await
+        {
+            Ok(permits) => permits,
+            Err(cancelled) => return Finished::before_running(cancelled),
+        };
+        let started = Instant::now();
+        let running = Running {
+            outcome: self
+                .handle
+                .start(self.id, &name, args, self.tool.timeout, self.progress),
+            handle: &self.handle,
+            id: self.id,
+            finished: false,
+        };
+        let ended = running.wait(&self.cancel).await;
+        drop(permits);
+        let ran = started.elapsed();
+        let outcome = match interceptors.after(&call, ended.outcome).await {
+            Ok(outcome) => outcome,
+            Err(reason) => CallOutcome::Refused(format!("tool '{name}' was refused: {reason}")),
+        };
+        Finished {
+            outcome,
+            ran: Some(ran),
+            fuel: ended.fuel_used,
+        }
+    }
+
+    /// The chain's decision, and the session's answer when it says `ask`.
+    async fn decide(&self) -> Result<Decision, CallOutcome> {
+        let chain = &self.policy.chain;
+        let decision = if chain.has_resolvers() {
+            let request = PermissionRequest {
+                tool: &self.tool,
+                plugin: &self.gate.plugin,
+                arguments: Some(&self.arguments),
+            };
+            chain.decide(&self.gate.verdicts, &request)
+        } else {
+            self.gate.verdicts.decision().clone()
+        };
+        if decision != Decision::Ask {
+            return Ok(decision);
+        }
+        let prompt = PermissionPrompt {
+            call: self.id,
+            tool: self.tool.clone(),
+            plugin: self.gate.plugin.clone(),
+            arguments: self.arguments.clone(),
+        };
+        self.cancel
+            .unless_cancelled(self.approvals.ask(&self.gate.path, prompt))
+            .await
+    }
+}
+
+/// A call started in its plugin; dropped before its outcome arrives, it cancels the
+/// call there.
+struct Running<'a> {
+    outcome: oneshot::Receiver<Ended>,
+    handle: &'a PluginHandle,
+    id: u64,
+    finished: bool,
+}
+
+impl Running<'_> {
+    /// The plugin's answer; a cancellation meanwhile cancels the call in the plugin,
+    /// which answers it as cancelled.
+    async fn wait(mut self, cancel: &Cancellation) -> Ended {
+        let received = tokio::select! {
+            received = &mut self.outcome => received,
+            () = cancel.token.cancelled() => {
+                let reason = cancel.reason.get().map_or("cancelled", String::as_str);
+                self.handle.cancel(self.id, reason);
+                (&mut self.outcome).await
+            }
+        };
+        let ended = received.unwrap_or_else(|_| {
+            Ended::before_running(CallOutcome::Stopped(format!(
+                "plugin '{}' stopped",
+                self.handle.name()
+            )))
+        });
+        self.finished = true;
+        ended
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.handle.cancel(self.id, "the caller stopped waiting");
+        }
+    }
+}

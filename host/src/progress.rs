@@ -1,0 +1,193 @@
+//! Progress a plugin reports while a call runs (`host.progress`, Lua's `ctx:progress`),
+//! on its way to the caller.
+//!
+//! The sandbox keeps the latest report of each call in flight; the caller reads reports
+//! through [`ProgressUpdates`], which skips the ones that came too fast: a plugin
+//! reporting in a tight loop costs its caller (an MCP client, say) at most one update
+//! every [`MIN_GAP`], and the last report is never lost.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// The shortest time between two updates a caller gets for one call.
+pub const MIN_GAP: Duration = Duration::from_millis(100);
+
+/// The longest progress message kept, in bytes: a line, not a payload.
+pub const MAX_MESSAGE: usize = 1024;
+
+/// How far a call has come, as its plugin reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Units of work done (finite, 0 or more).
+    pub done: f64,
+    /// Units of work in all, when the plugin knows (finite, more than 0).
+    pub total: Option<f64>,
+    /// What the plugin is doing, in words (at most [`MAX_MESSAGE`] bytes).
+    pub message: Option<String>,
+}
+
+/// A progress report the host refused, saying which value is out of range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadProgress {
+    /// `done` is negative, infinite or not a number.
+    #[error("progress: done must be a finite number, 0 or more, got {0}")]
+    Done(f64),
+    /// `total` is not more than 0, infinite or not a number.
+    #[error("progress: total must be a finite number more than 0, got {0}")]
+    Total(f64),
+}
+
+impl Progress {
+    /// A report as a plugin gave it, checked; the message is cut to [`MAX_MESSAGE`]
+    /// bytes (at a character boundary).
+    pub fn new(
+        done: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<Progress, BadProgress> {
+        if !(done.is_finite() && done >= 0.0) {
+            return Err(BadProgress::Done(done));
+        }
+        if let Some(total) = total
+            && !(total.is_finite() && total > 0.0)
+        {
+            return Err(BadProgress::Total(total));
+        }
+        let message = message.map(|mut message| {
+            if message.len() > MAX_MESSAGE {
+                let mut end = MAX_MESSAGE;
+                while !message.is_char_boundary(end) {
+                    end -= 1;
+                }
+                message.truncate(end);
+            }
+            message
+        });
+        Ok(Progress {
+            done,
+            total,
+            message,
+        })
+    }
+}
+
+/// Where the sandbox puts the reports of one call.
+#[derive(Debug)]
+pub(crate) struct ProgressSender(watch::Sender<Option<Progress>>);
+
+impl ProgressSender {
+    /// Replaces the call's latest report.
+    pub fn report(&self, progress: Progress) {
+        self.0.send_replace(Some(progress));
+    }
+}
+
+/// The progress reports of one call, as they come but at most one every [`MIN_GAP`]
+/// (the latest one wins). Get it from [`Call::progress`](crate::Call::progress).
+///
+/// ```no_run
+/// # async fn example(runtime: toolcell::Runtime) -> anyhow::Result<()> {
+/// let call = runtime.call("index", "{}")?;
+/// let mut updates = call.progress();
+/// tokio::spawn(async move {
+///     while let Some(progress) = updates.next().await {
+///         println!("{} of {:?}: {:?}", progress.done, progress.total, progress.message);
+///     }
+/// });
+/// println!("{}", call.await.model_text());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ProgressUpdates {
+    receiver: watch::Receiver<Option<Progress>>,
+    last: Option<Instant>,
+}
+
+impl ProgressUpdates {
+    /// The next report: the latest one the plugin made since the previous `next`, no
+    /// sooner than [`MIN_GAP`] after it. `None` once the call has ended and every
+    /// report was read.
+    pub async fn next(&mut self) -> Option<Progress> {
+        if let Some(last) = self.last {
+            tokio::time::sleep_until(last + MIN_GAP).await;
+        }
+        loop {
+            self.receiver.changed().await.ok()?;
+            if let Some(progress) = self.receiver.borrow_and_update().clone() {
+                self.last = Some(Instant::now());
+                return Some(progress);
+            }
+        }
+    }
+}
+
+impl ProgressUpdates {
+    /// The latest report, if it was not read yet, without waiting: what a caller that
+    /// stopped reading when the call ended still owes its own client.
+    pub fn unread(&mut self) -> Option<Progress> {
+        let latest = self.receiver.borrow_and_update();
+        if latest.has_changed() {
+            latest.clone()
+        } else {
+            None
+        }
+    }
+}
+
+/// A call's progress channel: the sandbox's end and the caller's.
+pub(crate) fn channel() -> (ProgressSender, ProgressUpdates) {
+    let (sender, receiver) = watch::channel(None);
+    (
+        ProgressSender(sender),
+        ProgressUpdates {
+            receiver,
+            last: None,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_of_range_values_are_refused_and_long_messages_cut() {
+        assert_eq!(
+            Progress::new(-1.0, None, None),
+            Err(BadProgress::Done(-1.0))
+        );
+        assert!(matches!(
+            Progress::new(f64::NAN, None, None),
+            Err(BadProgress::Done(_))
+        ));
+        assert_eq!(
+            Progress::new(1.0, Some(0.0), None),
+            Err(BadProgress::Total(0.0))
+        );
+        let long = "é".repeat(MAX_MESSAGE);
+        let progress = Progress::new(3.0, Some(10.0), Some(long)).expect("in range");
+        let message = progress.message.expect("a message");
+        assert!(message.len() <= MAX_MESSAGE && message.len() > MAX_MESSAGE - 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reports_in_quick_succession_reach_the_caller_as_the_latest_one() {
+        let (sender, mut updates) = channel();
+        let report = |done| sender.report(Progress::new(done, Some(10.0), None).expect("ok"));
+        report(1.0);
+        assert_eq!(updates.next().await.map(|p| p.done), Some(1.0));
+        let first = Instant::now();
+        report(2.0);
+        report(3.0);
+        assert_eq!(updates.next().await.map(|p| p.done), Some(3.0));
+        assert!(Instant::now() >= first + MIN_GAP);
+        report(4.0);
+        drop(sender);
+        assert_eq!(updates.unread().map(|p| p.done), Some(4.0));
+        assert_eq!(updates.unread(), None);
+        assert_eq!(updates.next().await, None);
+    }
+}

@@ -1,0 +1,509 @@
+//! What one model sees: a [`Session`]'s scope (which tools it is shown and may call),
+//! its description overrides, and the envelope of its untrusted output.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::CallOutcome;
+use crate::envelope::Envelope;
+use crate::grants::Grants;
+use crate::names::{GlobError, ToolGlob};
+use crate::policy::{Approvals, PermissionHandler};
+
+use super::registry::Listing;
+use super::{Call, CallOptions, InvokeError, Runtime, ToolInfo};
+
+/// Which tools a session sees: a start (every tool, or none), then globs over names and
+/// paths that add tools to it or remove them, in order; the last glob that matches a
+/// tool decides. A glob matches a tool when it matches the name the model sees, the
+/// tool's own name, or its path (see [`ToolGlob`] for the syntax).
+///
+/// ```
+/// # fn main() -> Result<(), toolcell::names::GlobError> {
+/// use toolcell::Scope;
+/// // Every tool of plugin acme/notes but note_delete, and hello.
+/// let scope = Scope::none()
+///     .with("acme/notes/*")?
+///     .without("note_delete")?
+///     .with("hello")?;
+/// // The same from `serve --tools` arguments.
+/// let same = Scope::parse(["acme/notes/*", "!note_delete", "hello"])?;
+/// assert_eq!(scope, same);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    /// Whether a tool no glob matches is in scope.
+    everything: bool,
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Rule {
+    Add(ToolGlob),
+    Remove(ToolGlob),
+}
+
+impl Rule {
+    fn glob(&self) -> &ToolGlob {
+        match self {
+            Rule::Add(glob) | Rule::Remove(glob) => glob,
+        }
+    }
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope::all()
+    }
+}
+
+impl Scope {
+    /// Every tool that is not hidden.
+    pub fn all() -> Scope {
+        Scope {
+            everything: true,
+            rules: Vec::new(),
+        }
+    }
+
+    /// No tool, until globs add some.
+    pub fn none() -> Scope {
+        Scope {
+            everything: false,
+            rules: Vec::new(),
+        }
+    }
+
+    /// Adds the tools `glob` matches.
+    pub fn with(mut self, glob: &str) -> Result<Scope, GlobError> {
+        self.rules.push(Rule::Add(ToolGlob::new(glob)?));
+        Ok(self)
+    }
+
+    /// Removes the tools `glob` matches.
+    pub fn without(mut self, glob: &str) -> Result<Scope, GlobError> {
+        self.rules.push(Rule::Remove(ToolGlob::new(glob)?));
+        Ok(self)
+    }
+
+    /// A scope from arguments as `serve --tools` takes them: `GLOB` adds, `!GLOB`
+    /// removes. It starts from no tool when the first argument adds, and from every
+    /// tool when it removes; no argument at all is every tool.
+    pub fn parse<'a>(arguments: impl IntoIterator<Item = &'a str>) -> Result<Scope, GlobError> {
+        let mut scope: Option<Scope> = None;
+        for argument in arguments {
+            let (remove, glob) = match argument.strip_prefix('!') {
+                Some(glob) => (true, glob),
+                None => (false, argument),
+            };
+            let current = scope
+                .take()
+                .unwrap_or(if remove { Scope::all() } else { Scope::none() });
+            scope = Some(if remove {
+                current.without(glob)?
+            } else {
+                current.with(glob)?
+            });
+        }
+        Ok(scope.unwrap_or_default())
+    }
+
+    /// Whether a tool listed as `names` (the name shown, its own name, its path) is
+    /// in scope.
+    fn contains(&self, names: &[&str]) -> bool {
+        let mut inside = self.everything;
+        for rule in &self.rules {
+            if names.iter().any(|name| rule.glob().is_match(name)) {
+                inside = matches!(rule, Rule::Add(_));
+            }
+        }
+        inside
+    }
+
+    /// The globs as given, `!` before the removing ones.
+    pub fn globs(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .map(|rule| match rule {
+                Rule::Add(glob) => glob.to_string(),
+                Rule::Remove(glob) => format!("!{glob}"),
+            })
+            .collect()
+    }
+}
+
+/// A tool as one model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    /// The name the model sees and calls: an alias, the tool's own name, or the wire
+    /// name of its path ([`crate::names::wire_name`]).
+    pub name: String,
+    /// What the model reads: the session's override, else `[tools.NAME] description`,
+    /// else the plugin's.
+    pub description: String,
+    /// The tool as its plugin registered it.
+    pub tool: ToolInfo,
+    /// Whether the tool changes nothing: it is `no_prompt` (its author says it has no
+    /// side effects worth confirming), or its plugin may not write files.
+    pub read_only: bool,
+    /// Whether its plugin may make HTTP requests (reach the world beyond the host).
+    pub open_world: bool,
+    /// Whether its output reaches the model inside the session's envelope (its plugin
+    /// is not trusted and the runtime envelopes untrusted output).
+    pub enveloped: bool,
+}
+
+/// One conversation's view of a runtime: the tools in its scope under the names the
+/// model sees, with descriptions it may override, and its own envelope nonce for
+/// untrusted output (see [`crate::envelope`]). Cheap to clone; clones share the view.
+///
+/// A session holds no runtime: pass the one to use to [`Session::tools`] and
+/// [`Session::call`], so that a runtime behind a lock can be reloaded while sessions
+/// live. [`Runtime::call`] stays what it was, a call outside any session (every tool,
+/// hidden ones too).
+///
+/// ```no_run
+/// # async fn example() -> anyhow::Result<()> {
+/// use toolcell::{Runtime, Scope, Session};
+/// let runtime = Runtime::builder().plugin_dir("plugins").build().await?;
+/// let session = Session::new().with_scope(Scope::none().with("acme/notes/*")?);
+/// session.describe("note_read", "Read one note by its title.");
+/// for tool in session.tools(&runtime) {
+///     println!("{}: {}", tool.name, tool.description);
+/// }
+/// let outcome = session.invoke(&runtime, "note_read", r#"{"title":"todo"}"#).await?;
+/// println!("{}", outcome.model_text());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    state: Arc<State>,
+}
+
+struct State {
+    envelope: Envelope,
+    view: RwLock<View>,
+    /// Who answers the permission policy's `ask`, and the tools allowed for the rest
+    /// of the session.
+    approvals: Arc<Approvals>,
+}
+
+#[derive(Default)]
+struct View {
+    scope: Scope,
+    /// Description overrides by name (alias, plain name or path).
+    descriptions: HashMap<String, String>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new()
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("scope", &self.view().scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A session that sees every tool, with a fresh envelope nonce.
+    pub fn new() -> Session {
+        Session::with_approvals(Approvals::new(None))
+    }
+
+    /// A session that sees every tool, whose calls the permission policy says to
+    /// `ask` about are answered by `handler` (its "allow for the session" answers last
+    /// as long as the session and its clones). Without a handler, `ask` allows the
+    /// call; see docs/policy.md.
+    pub fn with_permission_handler(handler: impl PermissionHandler) -> Session {
+        Session::with_approvals(Approvals::new(Some(Arc::new(handler))))
+    }
+
+    /// A session that sees every tool, with `approvals` answering `ask`.
+    pub fn with_approvals(approvals: Approvals) -> Session {
+        Session {
+            state: Arc::new(State {
+                envelope: Envelope::fresh(),
+                view: RwLock::new(View::default()),
+                approvals: Arc::new(approvals),
+            }),
+        }
+    }
+
+    /// The session's approvals: who answers `ask`, and what it allowed for the rest of
+    /// the session.
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.state.approvals
+    }
+
+    /// This session, seeing `scope`.
+    pub fn with_scope(self, scope: Scope) -> Session {
+        self.set_scope(scope);
+        self
+    }
+
+    /// Sees `scope` from now on.
+    pub fn set_scope(&self, scope: Scope) {
+        self.view_mut().scope = scope;
+    }
+
+    /// The scope it sees.
+    pub fn scope(&self) -> Scope {
+        self.view().scope.clone()
+    }
+
+    /// Shows the tool `name` calls (an alias, name or path; an alias changes only what
+    /// that alias shows) with `description`, over the configuration's and the plugin's.
+    pub fn describe(&self, name: &str, description: impl Into<String>) {
+        self.view_mut()
+            .descriptions
+            .insert(name.to_string(), description.into());
+    }
+
+    /// Drops the override [`Session::describe`] set for `name`.
+    pub fn forget_description(&self, name: &str) {
+        self.view_mut().descriptions.remove(name);
+    }
+
+    /// The tag of this session's envelope, `untrusted_output_NONCE`: what a harness
+    /// may tell its model to expect.
+    pub fn envelope_tag(&self) -> &str {
+        self.state.envelope.tag()
+    }
+
+    /// The tools this session's model sees, in load order: each tool in scope that
+    /// is not hidden, once per name it is shown under.
+    pub fn tools(&self, runtime: &Runtime) -> Vec<ListedTool> {
+        let view = self.view();
+        let grants = runtime.grants_by_plugin();
+        runtime
+            .names
+            .listed()
+            .iter()
+            .filter(|listing| view.shows(runtime, listing))
+            .filter(|listing| runtime.permits_listing(listing.tool))
+            .map(|listing| {
+                let tool = &runtime.tools[listing.tool];
+                let description = view.description(runtime, listing);
+                runtime.listed(tool, listing.name.clone(), description, &grants)
+            })
+            .collect()
+    }
+
+    /// The globs of the scope that match no tool of `runtime` (`!` before a removing
+    /// one): a harness should warn about each.
+    pub fn unmatched_globs(&self, runtime: &Runtime) -> Vec<String> {
+        let view = self.view();
+        view.scope
+            .rules
+            .iter()
+            .filter(|rule| {
+                !runtime.names.listed().iter().any(|listing| {
+                    names_of(runtime, listing)
+                        .iter()
+                        .any(|name| rule.glob().is_match(name))
+                })
+            })
+            .map(|rule| match rule {
+                Rule::Add(glob) => glob.to_string(),
+                Rule::Remove(glob) => format!("!{glob}"),
+            })
+            .collect()
+    }
+
+    /// Starts a call as this session's model makes it: `tool` is any name of a tool
+    /// in scope (the name shown, its own name, its path); any other, hidden tools
+    /// included, is an unknown tool, with the closest names in scope suggested.
+    /// Otherwise as [`Runtime::call`], with this session's envelope.
+    pub fn call(
+        &self,
+        runtime: &Runtime,
+        tool: &str,
+        args_json: &str,
+    ) -> Result<Call, InvokeError> {
+        self.call_with(runtime, tool, args_json, CallOptions::default())
+    }
+
+    /// As [`Session::call`], with the id `options` reserved (a session never calls a
+    /// hidden tool, whatever `options.refuse_hidden` says).
+    pub fn call_with(
+        &self,
+        runtime: &Runtime,
+        tool: &str,
+        args_json: &str,
+        options: CallOptions,
+    ) -> Result<Call, InvokeError> {
+        let view = self.view();
+        let in_scope = |index: usize| {
+            runtime
+                .names
+                .listed()
+                .iter()
+                .any(|listing| listing.tool == index && view.shows(runtime, listing))
+        };
+        match runtime.names.resolve(tool).filter(|&index| in_scope(index)) {
+            Some(index) => {
+                let approvals = options
+                    .approvals
+                    .unwrap_or_else(|| self.state.approvals.clone());
+                runtime.start(
+                    index,
+                    tool,
+                    args_json,
+                    &self.state.envelope,
+                    options.id,
+                    approvals,
+                )
+            }
+            None => {
+                let shown: Vec<&str> = runtime
+                    .names
+                    .listed()
+                    .iter()
+                    .filter(|listing| view.shows(runtime, listing))
+                    .map(|listing| listing.name.as_str())
+                    .collect();
+                Err(match runtime.names.resolve(tool) {
+                    // A tool outside the scope is as unknown as a tool that is not there.
+                    Some(_) => InvokeError::UnknownTool {
+                        name: tool.to_string(),
+                        suggestions: super::closest(tool, shown.into_iter()),
+                    },
+                    None => runtime.not_found(tool, shown.into_iter()),
+                })
+            }
+        }
+    }
+
+    /// Calls `tool` as [`Session::call`] does and waits for its outcome.
+    pub async fn invoke(
+        &self,
+        runtime: &Runtime,
+        tool: &str,
+        args_json: &str,
+    ) -> Result<CallOutcome, InvokeError> {
+        Ok(self.call(runtime, tool, args_json)?.await)
+    }
+
+    fn view(&self) -> RwLockReadGuard<'_, View> {
+        self.state
+            .view
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn view_mut(&self) -> RwLockWriteGuard<'_, View> {
+        self.state
+            .view
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Runtime {
+    /// The hidden tools the permission policy does not deny, each under its own name:
+    /// what no model sees, but a user looking at every tool (`toolcell list`) does.
+    #[cfg(feature = "cli")]
+    pub(crate) fn hidden_tools(&self) -> Vec<ListedTool> {
+        let grants = self.grants_by_plugin();
+        self.tools
+            .iter()
+            .enumerate()
+            .filter(|(index, tool)| tool.hidden && self.permits_listing(*index))
+            .map(|(_, tool)| tool)
+            .map(|tool| self.listed(tool, tool.name.clone(), tool.description.clone(), &grants))
+            .collect()
+    }
+
+    fn grants_by_plugin(&self) -> HashMap<&str, &Grants> {
+        self.infos
+            .iter()
+            .map(|info| (info.manifest.id.as_str(), &info.grants))
+            .collect()
+    }
+
+    /// `tool` as shown under `name` with `description`.
+    fn listed(
+        &self,
+        tool: &ToolInfo,
+        name: String,
+        description: String,
+        grants: &HashMap<&str, &Grants>,
+    ) -> ListedTool {
+        let grants = grants.get(tool.plugin.as_str());
+        ListedTool {
+            name,
+            description,
+            tool: tool.clone(),
+            read_only: tool.no_prompt || grants.is_none_or(|grants| !grants.may_write_files()),
+            open_world: grants.is_some_and(|grants| grants.may_use_http()),
+            enveloped: self.untrusted.envelops(&tool.plugin),
+        }
+    }
+}
+
+impl View {
+    fn shows(&self, runtime: &Runtime, listing: &Listing) -> bool {
+        self.scope.contains(&names_of(runtime, listing))
+    }
+
+    /// The session's override, else the configuration's, else the plugin's; an
+    /// override for an alias wins over one for the tool's path, which wins over one for
+    /// its own name (when it holds it).
+    fn description(&self, runtime: &Runtime, listing: &Listing) -> String {
+        let tool = &runtime.tools[listing.tool];
+        let mut keys: Vec<&str> = Vec::with_capacity(3);
+        if listing.alias {
+            keys.push(&listing.name);
+        }
+        keys.push(&tool.path);
+        if runtime.names.holds_plain_name(tool, listing.tool) {
+            keys.push(&tool.name);
+        }
+        [&self.descriptions, &runtime.descriptions]
+            .iter()
+            .find_map(|overrides| keys.iter().find_map(|key| overrides.get(*key)))
+            .cloned()
+            .unwrap_or_else(|| tool.description.clone())
+    }
+}
+
+/// The names a glob is matched against for `listing`: the name shown, the tool's own
+/// name and its path.
+fn names_of<'a>(runtime: &'a Runtime, listing: &'a Listing) -> [&'a str; 3] {
+    let tool = &runtime.tools[listing.tool];
+    [&listing.name, &tool.name, &tool.path]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_matching_glob_decides() {
+        let scope = Scope::parse(["acme/notes/*", "!note_delete", "hello"]).expect("scope");
+        let read = ["note_read", "note_read", "acme/notes/note_read"];
+        let delete = ["note_delete", "note_delete", "acme/notes/note_delete"];
+        assert!(scope.contains(&read));
+        assert!(!scope.contains(&delete));
+        assert!(scope.contains(&["hello", "hello", "hello/hello"]));
+        assert!(!scope.contains(&["other", "other", "other/other"]));
+        assert_eq!(scope.globs(), ["acme/notes/*", "!note_delete", "hello"]);
+    }
+
+    #[test]
+    fn a_first_removal_starts_from_everything() {
+        let scope = Scope::parse(["!danger*"]).expect("scope");
+        assert!(scope.contains(&["safe", "safe", "p/safe"]));
+        assert!(!scope.contains(&["danger_zone", "danger_zone", "p/danger_zone"]));
+        assert_eq!(Scope::parse([]).expect("scope"), Scope::all());
+        assert!(Scope::parse(["a["]).is_err());
+    }
+}
