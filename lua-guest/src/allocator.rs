@@ -24,7 +24,7 @@ use core::ptr::NonNull;
 
 use talc::base::binning::Binning;
 use talc::base::{CHUNK_UNIT, Talc};
-use talc::cell::TalcSyncCell;
+use talc::cell::TalcCell;
 use talc::min_first_heap_size;
 use talc::source::Source;
 use talc::wasm::WasmBinning;
@@ -51,7 +51,7 @@ unsafe extern "C" {
 /// Every Rust and Lua allocation of the guest.
 #[global_allocator]
 static ALLOCATOR: GuestAllocator = GuestAllocator {
-    talc: TalcSyncCell::new_wasm(StepwiseHeap {
+    talc: TalcCell::new(StepwiseHeap {
         end: None,
         owned_end: 0,
     }),
@@ -65,15 +65,50 @@ pub fn cache_small_blocks() {
     unsafe { (*ALLOCATOR.small.get()).start_caching() }
 }
 
+/// Ends the heap at its last allocation: the free memory above it goes back to the
+/// heap's source, zeroed. Called once the Lua runtime is prepared, before the host
+/// snapshots it: the memory image ends at the last non-zero byte, and the heap's free
+/// top (up to a growth step, ending in talc's record of the gap and holding whatever
+/// was freed there) would otherwise put pages without any of the prepared state in the
+/// image every plugin instance maps. The heap grows again on its next extension.
+pub fn trim_heap() {
+    let talc = &ALLOCATOR.talc;
+    let StepwiseHeap {
+        end: Some(end),
+        owned_end,
+    } = talc.clone_source()
+    else {
+        return;
+    };
+    // SAFETY: `end` is the heap's current end (the source keeps it up to date), and the
+    // guest is single-threaded: nothing allocates while this runs.
+    let trimmed = unsafe { talc.truncate(end, core::ptr::null_mut()) };
+    if let Some(new_end) = trimmed {
+        // SAFETY: the memory from the new end to the old one is no longer talc's, and
+        // this source owns it.
+        unsafe {
+            new_end
+                .as_ptr()
+                .write_bytes(0, end.as_ptr() as usize - new_end.as_ptr() as usize);
+        }
+    }
+    // `None` (nothing was allocated, and talc gave the heap up whole) makes the next
+    // request claim a new heap.
+    talc.replace_source(StepwiseHeap {
+        end: trimmed,
+        owned_end,
+    });
+}
+
 /// talc, with free lists of small blocks in front of it (`small_blocks.rs`).
 struct GuestAllocator {
-    talc: TalcSyncCell<StepwiseHeap, WasmBinning>,
+    talc: TalcCell<StepwiseHeap, WasmBinning>,
     small: UnsafeCell<SmallBlocks>,
 }
 
-// SAFETY: the guest is single-threaded wasm (no atomics: `TalcSyncCell::new_wasm`
-// refuses to build otherwise), and neither talc nor the free lists allocate while one
-// of these calls runs, so no two borrows of `small` overlap.
+// SAFETY: the guest is single-threaded wasm (built without atomics), and neither talc
+// nor the free lists allocate while one of these calls runs, so no two borrows of
+// `talc` or `small` overlap.
 unsafe impl Sync for GuestAllocator {}
 
 // SAFETY: every block comes from talc, directly or through the free lists, which only
@@ -98,7 +133,7 @@ unsafe impl GlobalAlloc for GuestAllocator {
 /// The memory source: one heap from `__heap_base`, extended a few host pages at a time
 /// through the memory this source owns (the free end of the initial memory, then the
 /// pages it grew).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct StepwiseHeap {
     /// The end of the heap, once there is one.
     end: Option<NonNull<u8>>,

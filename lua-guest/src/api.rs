@@ -13,8 +13,8 @@ use crate::errors::{self, api_error, type_name};
 use crate::scheduler::{self, CallId, Ending, Strand};
 use crate::{environment, json, tasks, waiting, watchdog};
 
-/// The runtime's Lua code (see prelude.lua).
-const PRELUDE: &str = include_str!("prelude.lua");
+/// The runtime's Lua code (src/prelude.lua, without its comments: see build.rs).
+const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
 
 use toolcell_limits::{MAX_TOOL_NAME, MAX_TOOLS_PER_PLUGIN, is_valid_tool_name};
 

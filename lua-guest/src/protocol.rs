@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 
 use mlua::chunk::ChunkMode;
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use mlua::{Lua, MultiValue, Value};
 
 use crate::api::{self, Ctx, Registry};
 use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
@@ -66,6 +66,8 @@ pub fn prepare() -> Result<(), String> {
         )
     })?;
     STATE.set(Some(State { lua, loaded: false }));
+    #[cfg(target_arch = "wasm32")]
+    crate::allocator::trim_heap();
     Ok(())
 }
 
@@ -146,7 +148,6 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
         memory_limit,
     });
     api::configure(lua, &request.name)
-        .and_then(|()| seed_random(lua))
         .and_then(|()| lua.set_memory_limit(memory_limit).map(drop))
         .map_err(|error| {
             LoadError::Failed(format!(
@@ -174,28 +175,6 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
         None => Vec::new(),
     };
     Ok(specs)
-}
-
-unsafe extern "C" {
-    /// The C library's entropy source; under WASI it is the host's `wasi:random`.
-    fn getentropy(buffer: *mut std::ffi::c_void, length: usize) -> std::ffi::c_int;
-}
-
-/// Seeds `math.random` from the host's entropy, per instance: the state was prepared
-/// once and snapshotted, so the seed Lua drew then would be every instance's.
-fn seed_random(lua: &Lua) -> mlua::Result<()> {
-    let mut seed = [0u8; 16];
-    // SAFETY: the buffer is valid for its 16 bytes, below getentropy's limit of 256.
-    if unsafe { getentropy(seed.as_mut_ptr().cast(), seed.len()) } != 0 {
-        return Err(mlua::Error::runtime(
-            "the host gave no entropy to seed math.random",
-        ));
-    }
-    let [low, high] = [&seed[..8], &seed[8..]]
-        .map(|half| i64::from_le_bytes(half.try_into().unwrap_or_default()));
-    let math: Table = lua.globals().raw_get("math")?;
-    let randomseed: Function = math.raw_get("randomseed")?;
-    randomseed.call::<()>((low, high))
 }
 
 /// Runs `f` with the loaded plugin, or reports that nothing is loaded.

@@ -52,7 +52,7 @@ const FINALIZER_NOTE: &str = "the deadline passed while a finalizer (__gc) ran; 
 static ERROR_KEY: u8 = 0;
 
 /// The deadline of the code running now. All zeros when unarmed, so it lives in
-/// `.bss` (see `runtime::RUNTIME` for why that matters).
+/// `.bss` (see `protocol::STATE` for why that matters).
 struct Watchdog {
     deadline: Cell<u64>,
     tripped: Cell<bool>,

@@ -530,9 +530,13 @@ static Rand64 Int2I (lua_Unsigned n) {
 
 /*
 ** A state uses four 'Rand64' values.
+** (toolcell) 'seeded' is 0 until the first seeding: the generator is
+** seeded when first used rather than when the library opens (see
+** 'math_random' and PATCHED.md).
 */
 typedef struct {
   Rand64 s[4];
+  int seeded;
 } RanState;
 
 
@@ -571,11 +575,18 @@ static lua_Unsigned project (lua_Unsigned ran, lua_Unsigned n,
 }
 
 
+static void randseed (lua_State *L, RanState *state);
+
 static int math_random (lua_State *L) {
   lua_Integer low, up;
   lua_Unsigned p;
   RanState *state = (RanState *)lua_touserdata(L, lua_upvalueindex(1));
-  Rand64 rv = nextrand(state->s);  /* next pseudo-random value */
+  Rand64 rv;
+  if (l_unlikely(!state->seeded)) {  /* (toolcell) first use? */
+    randseed(L, state);
+    lua_pop(L, 2);  /* remove pushed seeds */
+  }
+  rv = nextrand(state->s);  /* next pseudo-random value */
   switch (lua_gettop(L)) {  /* check number of arguments */
     case 0: {  /* no arguments */
       lua_pushnumber(L, I2d(rv));  /* float between 0 and 1 */
@@ -606,29 +617,36 @@ static int math_random (lua_State *L) {
 }
 
 
-static void setseed (lua_State *L, Rand64 *state,
+static void setseed (lua_State *L, RanState *ranstate,
                      lua_Unsigned n1, lua_Unsigned n2) {
   int i;
+  Rand64 *state = ranstate->s;
   state[0] = Int2I(n1);
   state[1] = Int2I(0xff);  /* avoid a zero state */
   state[2] = Int2I(n2);
   state[3] = Int2I(0);
   for (i = 0; i < 16; i++)
     nextrand(state);  /* discard initial values to "spread" seed */
+  ranstate->seeded = 1;
   lua_pushinteger(L, n1);
   lua_pushinteger(L, n2);
 }
 
 
+/* (toolcell) the C library's entropy source (wasi:random in the guest) */
+extern int getentropy (void *buffer, size_t length);
+
 /*
-** Set a "random" seed. To get some randomness, use the current time
-** and the address of 'L' (in case the machine does address space layout
-** randomization).
+** Set a "random" seed. (toolcell) It comes from the system's entropy;
+** only where there is none, from the current time and the address of 'L'.
 */
 static void randseed (lua_State *L, RanState *state) {
-  lua_Unsigned seed1 = (lua_Unsigned)time(NULL);
-  lua_Unsigned seed2 = (lua_Unsigned)(size_t)L;
-  setseed(L, state->s, seed1, seed2);
+  lua_Unsigned seeds[2];
+  if (getentropy(seeds, sizeof(seeds)) != 0) {
+    seeds[0] = (lua_Unsigned)time(NULL);
+    seeds[1] = (lua_Unsigned)(size_t)L;
+  }
+  setseed(L, state, seeds[0], seeds[1]);
 }
 
 
@@ -640,7 +658,7 @@ static int math_randomseed (lua_State *L) {
   else {
     lua_Integer n1 = luaL_checkinteger(L, 1);
     lua_Integer n2 = luaL_optinteger(L, 2, 0);
-    setseed(L, state->s, n1, n2);
+    setseed(L, state, n1, n2);
   }
   return 2;  /* return seeds */
 }
@@ -658,8 +676,7 @@ static const luaL_Reg randfuncs[] = {
 */
 static void setrandfunc (lua_State *L) {
   RanState *state = (RanState *)lua_newuserdatauv(L, sizeof(RanState), 0);
-  randseed(L, state);  /* initialize with a "random" seed */
-  lua_pop(L, 2);  /* remove pushed seeds */
+  state->seeded = 0;  /* (toolcell) seeded on first use */
   luaL_setfuncs(L, randfuncs, 1);
 }
 
