@@ -213,8 +213,7 @@ async fn serve_http(
     grace: Duration,
 ) -> Result<(), String> {
     let options = loaded.options;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
+    let listener = std::net::TcpListener::bind(addr)
         .map_err(|error| format!("cannot listen on {addr}: {error}"))?;
     let bound = listener
         .local_addr()
@@ -226,7 +225,10 @@ async fn serve_http(
     }
     let lifecycle = Lifecycle::new();
     let server = HttpServer::new(lifecycle.clone(), http);
-    let serving = tokio::spawn(server.clone().serve(listener));
+    let serving = server
+        .clone()
+        .spawn(listener)
+        .map_err(|error| format!("cannot serve on {addr}: {error}"))?;
     eprintln!(
         "toolcell: listening on http://{bound} ({} and {} answer; loading plugins)",
         mcp::HEALTH_ENDPOINT,
@@ -260,7 +262,7 @@ async fn serve_http(
     }
     shared.shut_down();
     server.close();
-    let _ = serving.await;
+    serving.await;
     Ok(())
 }
 

@@ -2,6 +2,8 @@
 //! hyper on one listening socket, beside the probes `/healthz` and `/readyz`, with what
 //! the SDK does not do in front of it:
 //!
+//! - it runs on a thread of its own ([`HttpServer::spawn`]), so that a request's way
+//!   through the SDK's tasks never wakes another thread;
 //! - accepted connections set `TCP_NODELAY`, and each response's body goes out in as
 //!   few writes as it is ready in: otherwise Nagle's algorithm holds the end of a
 //!   response until the client's delayed acknowledgement (40 ms) for clients that do
@@ -18,6 +20,8 @@
 //! rebinding from web pages).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
@@ -148,8 +152,40 @@ impl HttpServer {
         self.closed.cancel();
     }
 
-    /// Serves on `listener` until closed.
-    pub async fn serve(self, listener: TcpListener) {
+    /// Serves on `listener` until closed, on a thread of its own with a single-threaded
+    /// tokio runtime; the future returned ends when the server has ended.
+    ///
+    /// A request's way through the SDK crosses four tasks (connection, session worker,
+    /// service loop, handler) and back. On one thread each hop is a queue push; on a
+    /// runtime with several workers an idle worker is woken to steal each hop, and the
+    /// round trip pays for the wake-ups and the cache misses of moving between threads.
+    /// Plugins still run in parallel: a call's first step runs here (a trivial call ends
+    /// in it), and a step that yields moves to the plugin's runtime.
+    pub fn spawn(self, listener: std::net::TcpListener) -> io::Result<impl Future<Output = ()>> {
+        listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (ended, end) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("toolcell-http".to_string())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => self.serve(listener).await,
+                        Err(error) => tracing::error!("cannot serve MCP over HTTP: {error}"),
+                    }
+                });
+                // What is still open (sessions, connections past the grace) ends here.
+                drop(runtime);
+                let _ = ended.send(());
+            })?;
+        Ok(async move {
+            let _ = end.await;
+        })
+    }
+
+    async fn serve(self, listener: TcpListener) {
         let connections = GracefulShutdown::new();
         loop {
             let stream = tokio::select! {
