@@ -448,12 +448,15 @@ mod tests {
 
     #[test]
     fn a_tool_call_whose_params_do_not_fit_gets_invalid_params_with_its_id() {
-        let rejection =
-            refused(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","_meta":5}}"#);
+        let rejection = refused(
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t","_meta":5}}"#,
+        );
         assert_eq!(rejection.code, ErrorCode::INVALID_PARAMS);
         assert_eq!(rejection.id, Some(RequestId::Number(4)));
         assert!(
-            rejection.message.starts_with("invalid params for 'tools/call': "),
+            rejection
+                .message
+                .starts_with("invalid params for 'tools/call': "),
             "{rejection:?}"
         );
     }
