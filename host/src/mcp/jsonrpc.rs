@@ -293,8 +293,8 @@ impl Envelope {
 /// A `tools/call` request, parsed as one: the message rmcp's parse makes of it, for a
 /// fraction of the work. rmcp's parse tries each kind of message and then each method's
 /// request in turn, and every miss builds an error message; a tool call, the request
-/// that comes most, is tried fourteenth. Params that do not fit get the answer the
-/// general way gives (rmcp would take the request for an unknown method, see
+/// that comes most, is tried fourteenth. Params that do not fit `CallToolRequest` are
+/// invalid params (-32602) saying why, as for the other standard methods (see
 /// [`standard_params_problem`]).
 fn tool_call(
     envelope: &Envelope,
