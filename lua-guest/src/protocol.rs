@@ -97,30 +97,15 @@ fn prepared_state() -> mlua::Result<Lua> {
 /// never starts one.
 const LOAD_GC_PAUSE: i32 = 1000;
 
-/// The pause once the plugin has loaded, while its memory is far from its limit: the
-/// next cycle at ten times the memory in use after one. Each cycle walks every live
-/// object, so a short pause costs calls time (most of a trivial call's garbage
-/// collection), and the garbage a long one lets pile up fits the limit with room to
-/// spare (see [`tune_gc_pause`]).
-const CALL_GC_PAUSE_MAX: i32 = 1000;
-
-/// The pause once the plugin's memory nears its limit: Lua's default, the next cycle at
-/// twice the memory in use. Any longer pause cannot be bounded: the objects a cycle
-/// finds dead but with a finalizer (every `ctx` and task handle, which are userdata,
-/// and any table with `__gc`) survive it to be finalized and count in the memory the
-/// next pause is measured from, so when more than 1/(pause - 1) of a call's garbage
-/// has a finalizer, each cycle starts later than the one before; with a pause of ten
-/// times, a trivial call's `ctx` alone does that.
-const CALL_GC_PAUSE_MIN: i32 = 200;
-
-/// The share of the memory limit that the memory in use may grow to before the next
-/// cycle, as far as the pause decides it.
-const GC_SHARE_OF_LIMIT: usize = 4;
-
-thread_local! {
-    /// The pause set on the loaded plugin's collector (0 before load).
-    static GC_PAUSE: Cell<i32> = const { Cell::new(0) };
-}
+/// The pause once the plugin has loaded: Lua's default, the next cycle at twice the
+/// memory in use. A longer pause cannot be bounded: the objects a cycle finds dead
+/// but with a finalizer (every `ctx` and task handle, which are userdata, and any
+/// table with `__gc`) survive it to be finalized and count in the memory the next
+/// pause is measured from, so when more than 1/(pause - 1) of a call's garbage has a
+/// finalizer, each cycle starts later than the one before. With a pause of ten times,
+/// a trivial call's `ctx` alone made that happen, and the plugin reached its memory
+/// limit after a few tens of thousands of calls.
+const CALL_GC_PAUSE: i32 = 200;
 
 fn set_gc_pause(lua: &Lua, pause: i32) {
     lua.gc_set_mode(mlua::state::GcMode::Incremental(
@@ -128,32 +113,9 @@ fn set_gc_pause(lua: &Lua, pause: i32) {
     ));
 }
 
-/// Sets the collector's pause after a step from the memory the plugin holds now: the
-/// longest pause (in steps of 100 %, between [`CALL_GC_PAUSE_MIN`] and
-/// [`CALL_GC_PAUSE_MAX`]) with which the next cycle starts by a quarter of the memory
-/// limit. A plugin far from its limit gets the long pause; one whose memory grows
-/// towards it, by live data or by finalizable garbage that a long pause lets pile up,
-/// gets a shorter one and, within an eighth of the limit, Lua's default, with which
-/// that garbage cannot pile up. Lua reads the pause when a cycle ends.
-fn tune_gc_pause(lua: &Lua) {
-    let pause = match memory_limit() {
-        0 => CALL_GC_PAUSE_MAX,
-        limit => {
-            let percent =
-                (limit / GC_SHARE_OF_LIMIT).saturating_mul(100) / lua.used_memory().max(1);
-            let steps = i32::try_from(percent / 100).unwrap_or(i32::MAX);
-            steps
-                .saturating_mul(100)
-                .clamp(CALL_GC_PAUSE_MIN, CALL_GC_PAUSE_MAX)
-        }
-    };
-    if GC_PAUSE.replace(pause) != pause {
-        set_gc_pause(lua, pause);
-    }
-}
-
 /// The bytes the Lua state holds now (0 before `prepare`), garbage the collector has
-/// not reached yet included (see [`tune_gc_pause`] for how much of it there may be).
+/// not reached yet included: with the pause of [`CALL_GC_PAUSE`], at most about twice
+/// what is live.
 pub fn lua_memory() -> u64 {
     STATE.with_borrow(|state| {
         state
@@ -177,7 +139,7 @@ pub fn load(request: LoadRequest) -> Result<Vec<ToolSpec>, LoadError> {
         })
         .ok_or_else(|| LoadError::Failed("the plugin is already loaded".to_string()))?;
     let loaded = load_plugin(&lua, request);
-    tune_gc_pause(&lua);
+    set_gc_pause(&lua, CALL_GC_PAUSE);
     // Only now: preparing the state and loading the plugin reuse what they free for any
     // size, which keeps the memory image and a load's fresh pages small.
     #[cfg(target_arch = "wasm32")]
@@ -242,7 +204,6 @@ pub fn start(call: CallId, tool: &str, args_json: String, deadline: u64) -> Call
             Ok(()) => scheduler::run(lua, call),
             Err(message) => CallState::Failed(message),
         };
-        tune_gc_pause(lua);
         scheduler::stopped_or(call, state)
     })
 }
@@ -302,7 +263,6 @@ pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
             Ok(()) => scheduler::run(lua, call),
             Err(error) => CallState::Failed(scheduler::failure_text(&error)),
         };
-        tune_gc_pause(lua);
         scheduler::stopped_or(call, state)
     })
 }
