@@ -19,11 +19,12 @@ use crate::schema_budget::{OverBudget, Spending};
 use crate::source::Refusal;
 use crate::validation::{SchemaValidator, ValidatorCompiler};
 
+use super::ToolInfo;
 use super::builder::BuildError;
 use super::loader::{LoadReport, Loaded};
 use super::offered;
-use super::{PluginInfo, ToolInfo};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use crate::plugin_info::PluginInfo;
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
