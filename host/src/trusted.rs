@@ -13,6 +13,7 @@
 //! - a trusted path inside the root is out of plugins' reach: [`crate::files::FileRoot`]
 //!   refuses to read or write it (and the builder does not use a cache that lies there).
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 /// One path the host trusts.
@@ -44,20 +45,35 @@ pub struct Inside {
 }
 
 /// Every path the host trusts: what it runs, what grants, what it writes for the user.
+/// Made for one build: it remembers how each path resolved (see [`ResolvedPaths`]), so
+/// a symlink changed later is seen by the next build.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedPaths {
     paths: Vec<TrustedPath>,
+    resolved: ResolvedPaths,
 }
 
 impl TrustedPaths {
     /// Adds `path`, described as `what` ("the plugin directory"). It need not exist yet
     /// (a cache directory is created on first use).
     pub fn add(&mut self, what: &'static str, path: &Path) {
+        let resolved = self.resolved.resolve(path);
         self.paths.push(TrustedPath {
             what,
             path: path.to_path_buf(),
-            resolved: resolve(path),
+            resolved,
         });
+    }
+
+    /// `path` resolved as the trusted paths were (see [`ResolvedPaths::resolve`]), to
+    /// compare it with them.
+    pub fn resolve(&mut self, path: &Path) -> PathBuf {
+        self.resolved.resolve(path)
+    }
+
+    /// The current directory, as relative paths were resolved against it.
+    pub fn current_dir(&mut self) -> std::io::Result<PathBuf> {
+        self.resolved.current_dir()
     }
 
     /// The trusted path that `root` (resolved) is, or lies inside, if any: such a root
@@ -83,39 +99,78 @@ impl TrustedPaths {
     }
 }
 
-/// Whether `path` lies inside `dir` or is `dir`, both resolved with [`resolve`].
-pub fn lies_within(path: &Path, dir: &Path) -> bool {
-    resolve(path).starts_with(resolve(dir))
+/// Paths made absolute, with every symlink of their existing part resolved and the part
+/// that does not exist yet (which holds no symlink) kept as written. Each path is
+/// resolved from its parent, one component at a time, and every directory met on the
+/// way is remembered: the paths of one build share most of their components (the cache
+/// and the result store in it, the root and the current directory), so each component
+/// costs one `lstat` per build, and a path that does not exist costs no more than its
+/// missing components.
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedPaths {
+    /// The current directory, once asked for.
+    cwd: Option<PathBuf>,
+    /// Every absolute path resolved so far (written without `.` components), and what
+    /// it resolved to.
+    resolved: HashMap<PathBuf, PathBuf>,
 }
 
-/// `path` made absolute, with the symlinks of its longest existing prefix resolved and
-/// the rest (which does not exist yet, so holds no symlink) normalised as written.
-pub fn resolve(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        match std::env::current_dir() {
-            Ok(cwd) => cwd.join(path),
-            Err(_) => path.to_path_buf(),
+impl ResolvedPaths {
+    /// `path` resolved: relative to the current directory, through every symlink of
+    /// the part that exists.
+    pub fn resolve(&mut self, path: &Path) -> PathBuf {
+        // Collecting the components drops `.` and repeated separators.
+        let absolute: PathBuf = if path.is_absolute() {
+            path.components().collect()
+        } else {
+            match self.current_dir() {
+                Ok(cwd) => cwd.join(path).components().collect(),
+                Err(_) => return path.to_path_buf(),
+            }
+        };
+        self.resolve_absolute(&absolute)
+    }
+
+    /// The current directory (asked of the system once).
+    pub fn current_dir(&mut self) -> std::io::Result<PathBuf> {
+        if let Some(cwd) = &self.cwd {
+            return Ok(cwd.clone());
         }
-    };
-    let components: Vec<Component> = absolute.components().collect();
-    for existing in (1..=components.len()).rev() {
-        let prefix: PathBuf = components[..existing].iter().collect();
-        if let Ok(mut resolved) = prefix.canonicalize() {
-            for component in &components[existing..] {
-                match component {
-                    Component::ParentDir => {
-                        resolved.pop();
-                    }
-                    Component::Normal(name) => resolved.push(name),
-                    _ => {}
+        let cwd = std::env::current_dir()?;
+        self.cwd = Some(cwd.clone());
+        Ok(cwd)
+    }
+
+    /// `path` (absolute, without `.` components) resolved: its parent resolved, then its
+    /// last component applied there. `..` goes up from the resolved parent, as the
+    /// kernel does; a name that is a symlink is followed to the end of its chain.
+    fn resolve_absolute(&mut self, path: &Path) -> PathBuf {
+        if let Some(resolved) = self.resolved.get(path) {
+            return resolved.clone();
+        }
+        let Some(parent) = path.parent() else {
+            // The filesystem root.
+            return path.to_path_buf();
+        };
+        let mut resolved = self.resolve_absolute(parent);
+        match path.components().next_back() {
+            Some(Component::ParentDir) => {
+                resolved.pop();
+            }
+            Some(Component::Normal(name)) => {
+                resolved.push(name);
+                let is_symlink = std::fs::symlink_metadata(&resolved)
+                    .is_ok_and(|metadata| metadata.file_type().is_symlink());
+                // A dangling symlink stays as written: what it names does not exist.
+                if is_symlink && let Ok(target) = resolved.canonicalize() {
+                    resolved = target;
                 }
             }
-            return resolved;
+            _ => {}
         }
+        self.resolved.insert(path.to_path_buf(), resolved.clone());
+        resolved
     }
-    absolute
 }
 
 #[cfg(test)]
@@ -126,16 +181,62 @@ mod tests {
     fn paths_are_resolved_through_symlinks_even_when_they_do_not_exist_yet() {
         let base = tempfile::TempDir::new().expect("temp dir");
         let real = base.path().join("real");
-        std::fs::create_dir(&real).expect("real");
+        std::fs::create_dir_all(real.join("sub")).expect("real");
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        // A symlink inside the tree, and one whose target does not exist.
+        std::os::unix::fs::symlink(&link, real.join("sub/back")).expect("symlink");
+        std::os::unix::fs::symlink(base.path().join("nowhere"), real.join("dangling"))
+            .expect("symlink");
         let real = real.canonicalize().expect("canonical");
+        let base = base.path().canonicalize().expect("canonical");
 
-        assert_eq!(resolve(&link), real);
-        assert_eq!(resolve(&link.join("new/cache")), real.join("new/cache"));
-        assert_eq!(resolve(&link.join("new/../cache")), real.join("cache"));
-        assert!(lies_within(&link.join("new"), &real));
-        assert!(!lies_within(&base.path().join("other"), &real));
+        // One resolver for all, as in a build: what it remembers of one path must not
+        // change how the next resolves.
+        let mut resolved = ResolvedPaths::default();
+        assert_eq!(resolved.resolve(&link), real);
+        assert_eq!(
+            resolved.resolve(&link.join("new/cache")),
+            real.join("new/cache")
+        );
+        assert_eq!(
+            resolved.resolve(&link.join("new/../cache")),
+            real.join("cache")
+        );
+        assert_eq!(resolved.resolve(&link.join("./sub//.")), real.join("sub"));
+        assert_eq!(resolved.resolve(&link.join("sub/..")), real);
+        // `..` after a symlink leaves where it leads, not where it was written.
+        assert_eq!(resolved.resolve(&link.join("..")), base);
+        assert_eq!(
+            resolved.resolve(&link.join("sub/back/sub/back/x")),
+            real.join("x")
+        );
+        assert_eq!(
+            resolved.resolve(&link.join("dangling")),
+            real.join("dangling")
+        );
+        assert_eq!(resolved.resolve(Path::new("/")), Path::new("/"));
+        // Each agrees with the system's own resolution where the path exists.
+        for path in [
+            link.clone(),
+            link.join("sub/back"),
+            link.join("sub/back/.."),
+        ] {
+            let system = path.canonicalize().expect("exists");
+            assert_eq!(resolved.resolve(&path), system, "{}", path.display());
+            assert_eq!(ResolvedPaths::default().resolve(&path), system);
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_resolved_against_the_current_directory() {
+        let cwd = std::env::current_dir().expect("cwd");
+        let mut resolved = ResolvedPaths::default();
+        assert_eq!(
+            resolved.resolve(Path::new("not-here/x")),
+            cwd.canonicalize().expect("cwd").join("not-here/x")
+        );
+        assert_eq!(resolved.current_dir().expect("cwd"), cwd);
     }
 
     #[test]
