@@ -13,7 +13,6 @@
 //! - a trusted path inside the root is out of plugins' reach: [`crate::files::FileRoot`]
 //!   refuses to read or write it (and the builder does not use a cache that lies there).
 
-use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 /// One path the host trusts.
@@ -100,35 +99,31 @@ impl TrustedPaths {
 }
 
 /// Paths made absolute, with every symlink of their existing part resolved and the part
-/// that does not exist yet (which holds no symlink) kept as written. Each path is
-/// resolved from its parent, one component at a time, and every directory met on the
-/// way is remembered: the paths of one build share most of their components (the cache
-/// and the result store in it, the root and the current directory), so each component
-/// costs one `lstat` per build, and a path that does not exist costs no more than its
-/// missing components.
+/// that does not exist yet (which holds no symlink) kept as written. Every path resolved
+/// is remembered: one build compares the same few directories several times (the
+/// cache, the root, the current and home directories), and a path that does not exist
+/// yet is resolved from its parent, which usually was resolved just before (the result
+/// store in the cache), with one `lstat`.
 #[derive(Debug, Clone, Default)]
 pub struct ResolvedPaths {
     /// The current directory, once asked for.
     cwd: Option<PathBuf>,
-    /// Every absolute path resolved so far (written without `.` components), and what
-    /// it resolved to.
-    resolved: HashMap<PathBuf, PathBuf>,
+    /// Each absolute path resolved so far, as written, and what it resolved to. A
+    /// build resolves a handful, so a list.
+    resolved: Vec<(PathBuf, PathBuf)>,
 }
 
 impl ResolvedPaths {
     /// `path` resolved: relative to the current directory, through every symlink of
     /// the part that exists.
     pub fn resolve(&mut self, path: &Path) -> PathBuf {
-        // Collecting the components drops `.` and repeated separators.
-        let absolute: PathBuf = if path.is_absolute() {
-            path.components().collect()
-        } else {
-            match self.current_dir() {
-                Ok(cwd) => cwd.join(path).components().collect(),
-                Err(_) => return path.to_path_buf(),
-            }
-        };
-        self.resolve_absolute(&absolute)
+        if path.is_absolute() {
+            return self.resolve_absolute(path);
+        }
+        match self.current_dir() {
+            Ok(cwd) => self.resolve_absolute(&cwd.join(path)),
+            Err(_) => path.to_path_buf(),
+        }
     }
 
     /// The current directory (asked of the system once).
@@ -137,17 +132,46 @@ impl ResolvedPaths {
             return Ok(cwd.clone());
         }
         let cwd = std::env::current_dir()?;
+        // POSIX `getcwd`: the path holds no symlink, `.` or `..`; it is resolved.
+        self.resolved.push((cwd.clone(), cwd.clone()));
         self.cwd = Some(cwd.clone());
         Ok(cwd)
     }
 
-    /// `path` (absolute, without `.` components) resolved: its parent resolved, then its
-    /// last component applied there. `..` goes up from the resolved parent, as the
-    /// kernel does; a name that is a symlink is followed to the end of its chain.
+    /// What `path` (absolute) resolved to, if it was resolved before.
+    fn known(&self, path: &Path) -> Option<&PathBuf> {
+        self.resolved
+            .iter()
+            .find(|(given, _)| given.as_os_str() == path.as_os_str())
+            .map(|(_, resolved)| resolved)
+    }
+
+    /// `path` (absolute) resolved: by the system when its parent was not resolved
+    /// before, else (or when the system cannot, as part of it does not exist) from its
+    /// parent.
     fn resolve_absolute(&mut self, path: &Path) -> PathBuf {
-        if let Some(resolved) = self.resolved.get(path) {
+        if let Some(resolved) = self.known(path) {
             return resolved.clone();
         }
+        let parent_known = path
+            .parent()
+            .is_some_and(|parent| self.known(parent).is_some());
+        let resolved = if parent_known {
+            self.from_parent(path)
+        } else {
+            match path.canonicalize() {
+                Ok(resolved) => resolved,
+                Err(_) => self.from_parent(path),
+            }
+        };
+        self.resolved.push((path.to_path_buf(), resolved.clone()));
+        resolved
+    }
+
+    /// `path` (absolute) resolved from its parent's resolution: `..` goes up from
+    /// there, as the kernel does; a name that is a symlink is followed to the end of its
+    /// chain; any other name, or one that does not exist, is appended as written.
+    fn from_parent(&mut self, path: &Path) -> PathBuf {
         let Some(parent) = path.parent() else {
             // The filesystem root.
             return path.to_path_buf();
@@ -168,7 +192,6 @@ impl ResolvedPaths {
             }
             _ => {}
         }
-        self.resolved.insert(path.to_path_buf(), resolved.clone());
         resolved
     }
 }

@@ -290,7 +290,7 @@ impl RuntimeBuilder {
             Some(store) => Ok(Arc::new(store)),
             None => Err("no result store is set".into()),
         };
-        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
+        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files, &mut trusted)?;
         let files = dirs.discover()?;
         let debug_log = match &self.debug_log {
             Some(path) => {
