@@ -157,11 +157,11 @@ impl ResolvedPaths {
             .parent()
             .is_some_and(|parent| self.known(parent).is_some());
         let resolved = if parent_known {
-            self.from_parent(path)
+            self.resolve_from_parent(path)
         } else {
             match path.canonicalize() {
                 Ok(resolved) => resolved,
-                Err(_) => self.from_parent(path),
+                Err(_) => self.resolve_from_parent(path),
             }
         };
         self.resolved.push((path.to_path_buf(), resolved.clone()));
@@ -171,7 +171,7 @@ impl ResolvedPaths {
     /// `path` (absolute) resolved from its parent's resolution: `..` goes up from
     /// there, as the kernel does; a name that is a symlink is followed to the end of its
     /// chain; any other name, or one that does not exist, is appended as written.
-    fn from_parent(&mut self, path: &Path) -> PathBuf {
+    fn resolve_from_parent(&mut self, path: &Path) -> PathBuf {
         let Some(parent) = path.parent() else {
             // The filesystem root.
             return path.to_path_buf();
