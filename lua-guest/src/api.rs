@@ -47,7 +47,7 @@ impl Registry {
 /// run: that is told later by [`configure`], so this state can be prepared once and
 /// snapshotted (see `protocol::prepare`).
 pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
-    json::install(lua, crate::protocol::memory_limit)?;
+    json::install(lua, |_| crate::protocol::memory_limit())?;
     install_clm(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
@@ -437,7 +437,7 @@ impl UserData for Ctx {
             ctx.end(lua, "ctx:complete", Ending::Completed(result))
         });
         methods.add_method("complete_json", |lua, ctx, value: Value| {
-            let limit = crate::protocol::memory_limit(lua);
+            let limit = crate::protocol::memory_limit();
             let text = json::encode(lua, &value, limit)
                 .map_err(|error| api_error(lua, format!("ctx:complete_json: {error}")))?;
             watchdog::charge_bytes(text.len())?;
@@ -486,7 +486,7 @@ impl UserData for Ctx {
         });
         methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
         methods.add_method("log", |lua, _, message: Value| {
-            if crate::protocol::debug_log_enabled(lua) {
+            if crate::protocol::debug_log_enabled() {
                 let message = Copies::new(lua).display(&message)?;
                 watchdog::charge_host_call(message.len())?;
                 host::log(&message);

@@ -29,7 +29,7 @@ fn not_enough_memory() -> mlua::Error {
 /// Bytes the plugin may still use: its limit, less what Lua holds and what is kept.
 /// Unlimited while no plugin is loaded (the runtime preparing itself).
 fn available(lua: &Lua) -> usize {
-    match crate::protocol::memory_limit(lua) {
+    match crate::protocol::memory_limit() {
         0 => usize::MAX,
         limit => limit
             .saturating_sub(KEPT.get())
@@ -51,7 +51,7 @@ fn fits(lua: &Lua, bytes: usize) -> bool {
 /// Keeps `bytes` of Rust memory for the plugin's life: fails unless they fit, then
 /// lowers Lua's limit by them.
 pub fn keep(lua: &Lua, bytes: usize) -> mlua::Result<()> {
-    let limit = crate::protocol::memory_limit(lua);
+    let limit = crate::protocol::memory_limit();
     if limit == 0 {
         return Ok(());
     }
@@ -87,6 +87,11 @@ impl<'lua> Copies<'lua> {
     /// `bytes` as text, invalid UTF-8 replaced by U+FFFD (as `String::from_utf8_lossy`
     /// does), charged at its final size: a replacement makes a byte three.
     pub fn text(&mut self, bytes: &[u8]) -> mlua::Result<String> {
+        // Valid text (nearly always) is checked once and copied as it is.
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            self.charge(text.len())?;
+            return Ok(text.to_owned());
+        }
         self.charge(lossy_len(bytes))?;
         Ok(String::from_utf8_lossy(bytes).into_owned())
     }

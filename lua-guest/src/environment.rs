@@ -44,7 +44,7 @@ pub fn new_state() -> mlua::Result<(Lua, Function)> {
 /// `print` writes to the debug log, never to stdout (stdout carries tool results and,
 /// later, the MCP protocol).
 fn print(lua: &Lua, values: mlua::Variadic<Value>) -> mlua::Result<()> {
-    if !crate::protocol::debug_log_enabled(lua) {
+    if !crate::protocol::debug_log_enabled() {
         return Ok(());
     }
     let mut copies = Copies::new(lua);
@@ -64,7 +64,7 @@ fn warn(lua: &Lua, parts: mlua::Variadic<mlua::LuaString>) -> mlua::Result<()> {
     let control = parts
         .first()
         .is_some_and(|part| part.as_bytes().first() == Some(&b'@'));
-    if control || !crate::protocol::debug_log_enabled(lua) {
+    if control || !crate::protocol::debug_log_enabled() {
         return Ok(());
     }
     let mut copies = Copies::new(lua);

@@ -1,6 +1,6 @@
 //! The plugin's one Lua state and the four steps the host drives it with.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use mlua::chunk::ChunkMode;
 use mlua::{Lua, MultiValue, Value};
@@ -32,22 +32,32 @@ thread_local! {
 }
 
 /// Facts about the plugin that never change after load.
+#[derive(Clone, Copy)]
 struct Settings {
     debug_log: bool,
     memory_limit: usize,
 }
 
-/// Whether `ctx:log` and `print` should reach the host (read once at load, so a disabled
-/// log costs one flag test).
-pub fn debug_log_enabled(lua: &Lua) -> bool {
-    lua.app_data_ref::<Settings>()
-        .is_some_and(|settings| settings.debug_log)
+thread_local! {
+    /// The loaded plugin's settings (all zeros before load, so in `.bss`), read on
+    /// every call: a thread-local is a few instructions, Lua's app data a map lookup.
+    static SETTINGS: Cell<Settings> = const {
+        Cell::new(Settings {
+            debug_log: false,
+            memory_limit: 0,
+        })
+    };
 }
 
-/// The plugin's memory limit in bytes.
-pub fn memory_limit(lua: &Lua) -> usize {
-    lua.app_data_ref::<Settings>()
-        .map_or(0, |settings| settings.memory_limit)
+/// Whether `ctx:log` and `print` should reach the host (read once at load, so a disabled
+/// log costs one flag test).
+pub fn debug_log_enabled() -> bool {
+    SETTINGS.get().debug_log
+}
+
+/// The plugin's memory limit in bytes (0 before a plugin is loaded: no limit).
+pub fn memory_limit() -> usize {
+    SETTINGS.get().memory_limit
 }
 
 /// Creates the Lua state with the sandboxed libraries and the whole plugin API, before
@@ -143,7 +153,7 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
     })?;
     let memory_limit = usize::try_from(request.memory_limit).unwrap_or(usize::MAX);
     watchdog::arm(request.deadline);
-    lua.set_app_data(Settings {
+    SETTINGS.set(Settings {
         debug_log: request.debug_log,
         memory_limit,
     });
@@ -165,7 +175,7 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
         return Err(LoadError::TimedOut);
     }
     if let Err(error) = result {
-        return Err(LoadError::Failed(scheduler::failure_text(lua, &error)));
+        return Err(LoadError::Failed(scheduler::failure_text(&error)));
     }
     let specs = match lua.app_data_mut::<Registry>() {
         Some(mut registry) => {
@@ -223,7 +233,7 @@ fn begin_call(
         }
         Err(error) => return Err(format!("invalid JSON arguments: {error}")),
     };
-    let failure = |error: mlua::Error| scheduler::failure_text(lua, &error);
+    let failure = |error: mlua::Error| scheduler::failure_text(&error);
     let ctx = lua
         .create_userdata(Ctx::new(id, args_json))
         .map_err(failure)?;
@@ -251,7 +261,7 @@ pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
         watchdog::arm(deadline);
         let state = match scheduler::deliver(lua, call, op, outcome) {
             Ok(()) => scheduler::run(lua, call),
-            Err(error) => CallState::Failed(scheduler::failure_text(lua, &error)),
+            Err(error) => CallState::Failed(scheduler::failure_text(&error)),
         };
         scheduler::stopped_or(call, state)
     })

@@ -204,7 +204,7 @@ enum Finish {
 pub fn run(lua: &Lua, id: CallId) -> CallState {
     let state = match run_until_blocked(lua, id) {
         Ok(state) => state,
-        Err(error) => end_call(id, failed(lua, &error)),
+        Err(error) => end_call(id, failed(&error)),
     };
     if matches!(state, CallState::OutOfMemory) {
         reclaim(lua);
@@ -287,7 +287,7 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
                 if call.ended_twice.as_ref() == Some(&message) {
                     CallState::BrokeRule(message)
                 } else {
-                    failed(lua, &error)
+                    failed(&error)
                 }
             }
             Finish::Returned(values) => match call.ending.take() {
@@ -315,17 +315,17 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
             },
         })
     });
-    let verdict = verdict.unwrap_or_else(|error| failed(lua, &error));
+    let verdict = verdict.unwrap_or_else(|error| failed(&error));
     end_call(id, verdict)
 }
 
 /// How a call ends when `error` ended its main coroutine: out of memory (the host
 /// words it, knowing the limit and its own cap), or the error as the tool's failure.
-fn failed(lua: &Lua, error: &mlua::Error) -> CallState {
+fn failed(error: &mlua::Error) -> CallState {
     if errors::is_out_of_memory(error) {
         CallState::OutOfMemory
     } else {
-        CallState::Failed(failure_text(lua, error))
+        CallState::Failed(failure_text(error))
     }
 }
 
@@ -333,7 +333,7 @@ fn failed(lua: &Lua, error: &mlua::Error) -> CallState {
 fn task_finished(lua: &Lua, id: CallId, index: usize, finish: Finish) -> mlua::Result<()> {
     let outcome = match finish {
         Finish::Returned(values) => tasks::Settled::Succeeded(values),
-        Finish::Raised(error) => tasks::Settled::Failed(failure_text(lua, &error)),
+        Finish::Raised(error) => tasks::Settled::Failed(failure_text(&error)),
     };
     with(|scheduler| {
         let Some(call) = scheduler.calls.get_mut(&id) else {
@@ -425,9 +425,9 @@ fn end_call(id: CallId, state: CallState) -> CallState {
 
 /// The message of an error that ended a coroutine, as the task's failure reads (and, for
 /// the main coroutine, the tool's).
-pub fn failure_text(lua: &Lua, error: &mlua::Error) -> String {
+pub fn failure_text(error: &mlua::Error) -> String {
     if errors::is_out_of_memory(error) {
-        let limit = crate::protocol::memory_limit(lua);
+        let limit = crate::protocol::memory_limit();
         return format!(
             "out of memory: the plugin reached its memory limit of {}",
             toolcell_limits::format_bytes(limit as u64)

@@ -540,7 +540,12 @@ l_sinline CallInfo *prepCallInfo (lua_State *L, StkId func, int nret,
 
 /*
 ** precall for C functions
+** (toolcell: always inlined, as compilers inline stock Lua's; with the count
+** check below clang stops doing so for wasm, which costs every C call a call.)
 */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
 l_sinline int precallC (lua_State *L, StkId func, int nresults,
                                             lua_CFunction f) {
   int n;  /* number of returns */

@@ -357,15 +357,16 @@ static const luaL_Reg stringmetamethods[] = {
 
 /*
 ** toolcell: 'find', 'match', 'gmatch' and 'gsub' charge the count hook
-** one instruction per position of the subject they try, COUNTSTEP at a
-** time ('lua_countwork'), so that a search over a long subject, repeated,
-** stays under the deadline check. (Backtracking within one position is
-** not charged.)
+** one instruction per position of the subject they tried, and check
+** ('lua_countwork'), once the search is over: a search over a long
+** subject, repeated, stays under the deadline check, and one search is
+** as long as its subject. (Backtracking within one position is not
+** charged.)
 */
-#define COUNTSTEP	256
-
-#define countstep(L,left)  \
-	{ if (--(left) == 0) { lua_countwork(L, COUNTSTEP); (left) = COUNTSTEP; } }
+static void countpositions (lua_State *L, const char *from, const char *to) {
+  size_t n = (size_t)(to - from) + 1;
+  lua_countwork(L, (n >= (size_t)(INT_MAX / 2)) ? INT_MAX / 2 : (int)n);
+}
 
 
 typedef struct MatchState {
@@ -808,13 +809,12 @@ static int str_find_aux (lua_State *L, int find) {
     if (anchor) {
       p++; lp--;  /* skip anchor character */
     }
-    int left = COUNTSTEP;  /* toolcell */
     prepstate(&ms, L, s, ls, p, lp);
     do {
       const char *res;
-      countstep(L, left);  /* toolcell */
       reprepstate(&ms);
       if ((res=match(&ms, s1, p)) != NULL) {
+        countpositions(L, s + init, s1);  /* toolcell */
         if (find) {
           lua_pushinteger(L, (s1 - s) + 1);  /* start */
           lua_pushinteger(L, res - s);   /* end */
@@ -824,6 +824,7 @@ static int str_find_aux (lua_State *L, int find) {
           return push_captures(&ms, s1, res);
       }
     } while (s1++ < ms.src_end && !anchor);
+    countpositions(L, s + init, s1);  /* toolcell */
   }
   luaL_pushfail(L);  /* not found */
   return 1;
@@ -852,17 +853,17 @@ typedef struct GMatchState {
 static int gmatch_aux (lua_State *L) {
   GMatchState *gm = (GMatchState *)lua_touserdata(L, lua_upvalueindex(3));
   const char *src;
-  int left = COUNTSTEP;  /* toolcell */
   gm->ms.L = L;
   for (src = gm->src; src <= gm->ms.src_end; src++) {
     const char *e;
-    countstep(L, left);  /* toolcell */
     reprepstate(&gm->ms);
     if ((e = match(&gm->ms, src, gm->p)) != NULL && e != gm->lastmatch) {
+      countpositions(L, gm->src, src);  /* toolcell */
       gm->src = gm->lastmatch = e;
       return push_captures(&gm->ms, src, e);
     }
   }
+  countpositions(L, gm->src, src);  /* toolcell */
   return 0;  /* not found */
 }
 
@@ -965,7 +966,7 @@ static int str_gsub (lua_State *L) {
   int anchor = (*p == '^');
   lua_Integer n = 0;  /* replacement count */
   int changed = 0;  /* change flag */
-  int left = COUNTSTEP;  /* toolcell */
+  const char *start = src;  /* toolcell */
   MatchState ms;
   luaL_Buffer b;
   luaL_argexpected(L, tr == LUA_TNUMBER || tr == LUA_TSTRING ||
@@ -978,7 +979,6 @@ static int str_gsub (lua_State *L) {
   prepstate(&ms, L, src, srcl, p, lp);
   while (n < max_s) {
     const char *e;
-    countstep(L, left);  /* toolcell */
     reprepstate(&ms);  /* (re)prepare state for new match */
     if ((e = match(&ms, src, p)) != NULL && e != lastmatch) {  /* match? */
       n++;
@@ -990,6 +990,7 @@ static int str_gsub (lua_State *L) {
     else break;  /* end of subject */
     if (anchor) break;
   }
+  countpositions(L, start, src);  /* toolcell */
   if (!changed)  /* no changes? */
     lua_pushvalue(L, 1);  /* return original string */
   else {  /* something changed */
