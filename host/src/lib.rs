@@ -22,6 +22,7 @@ mod clock;
 pub mod config;
 mod debug_log;
 mod diagnostic;
+mod fast_map;
 #[cfg(feature = "oci")]
 pub mod distribution;
 pub mod engine;
