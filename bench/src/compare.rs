@@ -266,7 +266,12 @@ async fn calls(engine: &Engine, options: &Options) {
 /// tool without `no_prompt` asks and, with nobody to ask, is allowed) and through a
 /// runtime that allows every tool by a rule, in alternating rounds so that drift in the
 /// machine's load hits both alike: the median round's time per call of each.
-async fn policy_pair(engine: &Engine, dir: &Path, plain: &Runtime, n: usize) -> (Duration, Duration) {
+async fn policy_pair(
+    engine: &Engine,
+    dir: &Path,
+    plain: &Runtime,
+    n: usize,
+) -> (Duration, Duration) {
     let allowing = load_allowing_all(engine, dir).await;
     for _ in 0..1000 {
         output(&allowing, "ok").await;
@@ -275,8 +280,10 @@ async fn policy_pair(engine: &Engine, dir: &Path, plain: &Runtime, n: usize) -> 
     let per_round = (n / rounds).max(1);
     let (mut plain_samples, mut allowing_samples) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        for (runtime, samples) in [(plain, &mut plain_samples), (&allowing, &mut allowing_samples)]
-        {
+        for (runtime, samples) in [
+            (plain, &mut plain_samples),
+            (&allowing, &mut allowing_samples),
+        ] {
             let start = Instant::now();
             for _ in 0..per_round {
                 output(runtime, "ok").await;

@@ -25,7 +25,12 @@ pub async fn run(kind: &str, flags: EngineFlags) {
         other => match other.strip_prefix("calls-") {
             Some(count) => calls(engine, count.parse().expect("calls-N"), false).await,
             None if other.starts_with("allow-all-calls-") => {
-                calls(engine, other[16..].parse().expect("allow-all-calls-N"), true).await
+                calls(
+                    engine,
+                    other[16..].parse().expect("allow-all-calls-N"),
+                    true,
+                )
+                .await
             }
             None if other.starts_with("load-") => {
                 load_many(engine, other[5..].parse().expect("load-N")).await

@@ -22,11 +22,11 @@ mod clock;
 pub mod config;
 mod debug_log;
 mod diagnostic;
-mod fast_map;
 #[cfg(feature = "oci")]
 pub mod distribution;
 pub mod engine;
 pub mod envelope;
+mod fast_map;
 pub mod files;
 pub mod grants;
 mod guest;

@@ -638,12 +638,17 @@ async fn a_subscriber_sees_each_call_as_a_span_with_its_id_and_how_it_ended() {
     let read = runtime.call("note_read", "{}").expect("note_read starts");
     let read_id = read.id();
     assert_eq!(read.await, CallOutcome::Completed("read".into()));
-    let denied = runtime.call("danger_zone", "{}").expect("danger_zone starts");
+    let denied = runtime
+        .call("danger_zone", "{}")
+        .expect("danger_zone starts");
     let denied_id = denied.id();
     assert!(matches!(denied.await, CallOutcome::Denied(_)));
     drop(guard);
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).expect("UTF-8");
-    for (id, tool, outcome) in [(read_id, "note_read", "completed"), (denied_id, "danger_zone", "denied")] {
+    for (id, tool, outcome) in [
+        (read_id, "note_read", "completed"),
+        (denied_id, "danger_zone", "denied"),
+    ] {
         let span = format!("tool_call{{call={id} tool={tool} plugin=notes}}");
         let ended = text
             .lines()
@@ -651,7 +656,8 @@ async fn a_subscriber_sees_each_call_as_a_span_with_its_id_and_how_it_ended() {
             .unwrap_or_else(|| panic!("no end of call {id} in:\n{text}"));
         assert!(ended.contains(&format!("outcome=\"{outcome}\"")), "{ended}");
         assert!(
-            text.lines().any(|line| line.contains(&span) && line.contains("close")),
+            text.lines()
+                .any(|line| line.contains(&span) && line.contains("close")),
             "call {id}'s span is not closed in:\n{text}"
         );
     }
