@@ -76,7 +76,7 @@ use crate::limits::{Limits, MIB};
 use crate::manifest::check_id;
 use crate::names::split_path;
 use crate::output::{self, OutputLimits};
-use crate::policy::{CommandLineRules, PermissionsSection, Rules};
+use crate::permissions::{CommandLineRules, PermissionsSection, Rules};
 use crate::results::{self, ResultStore};
 use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 use crate::signature::TrustPolicy;

@@ -9,13 +9,14 @@
 //! ```
 //!
 //! where NONCE is 32 random hex digits drawn once per runtime and once per
-//! [`Session`](crate::Session), and every `<` in TEXT is written `&lt;`, so the output
-//! can neither close the envelope nor open a fake one. A failure keeps its frame outside
+//! [`Session`](crate::Session) (when first needed: a runtime that envelops nothing
+//! never draws one), and every `<` in TEXT is written `&lt;`, so the output can
+//! neither close the envelope nor open a fake one. A failure keeps its frame outside
 //! the envelope: `[tool failed: <untrusted_output_NONCE>MESSAGE</untrusted_output_NONCE>]`.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::sync::Arc;
+use std::fmt::{self, Write};
+use std::sync::{Arc, OnceLock};
 
 use rand_core::{OsRng, RngCore};
 
@@ -79,32 +80,44 @@ impl OutputPolicy {
     }
 }
 
-/// One envelope's tag, `untrusted_output_` and a fresh nonce; cheap to clone.
-#[derive(Clone, PartialEq, Eq)]
+/// What every envelope's tag starts with, before its nonce.
+const TAG_PREFIX: &str = "untrusted_output_";
+
+/// One envelope's tag, `untrusted_output_` and a fresh nonce; cheap to clone, and
+/// clones share the nonce (whenever it is drawn).
+#[derive(Clone)]
 pub struct Envelope {
-    tag: Arc<str>,
+    /// Drawn at the first use of any clone.
+    tag: Arc<OnceLock<Box<str>>>,
 }
 
 impl Envelope {
     /// An envelope with a fresh nonce of 32 hex digits from the operating system's
-    /// random source.
+    /// random source, drawn when first used.
     pub fn fresh() -> Envelope {
-        let mut bytes = [0u8; 16];
-        OsRng.fill_bytes(&mut bytes);
-        let nonce: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
         Envelope {
-            tag: format!("untrusted_output_{nonce}").into(),
+            tag: Arc::new(OnceLock::new()),
         }
     }
 
     /// The tag name: `untrusted_output_NONCE`.
     pub fn tag(&self) -> &str {
-        &self.tag
+        self.tag.get_or_init(|| {
+            let mut bytes = [0u8; 16];
+            OsRng.fill_bytes(&mut bytes);
+            let mut tag = String::with_capacity(TAG_PREFIX.len() + 2 * bytes.len());
+            tag.push_str(TAG_PREFIX);
+            for byte in bytes {
+                // Writing to a `String` cannot fail.
+                let _ = write!(tag, "{byte:02x}");
+            }
+            tag.into()
+        })
     }
 
     /// `text` inside the envelope, every `<` written `&lt;`.
     pub fn wrap(&self, text: &str) -> String {
-        let tag = &self.tag;
+        let tag = self.tag();
         format!("<{tag}>{}</{tag}>", text.replace('<', "&lt;"))
     }
 
@@ -116,8 +129,12 @@ impl Envelope {
 }
 
 impl fmt::Debug for Envelope {
+    /// The tag if drawn; debug output never draws it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Envelope").field(&self.tag).finish()
+        match self.tag.get() {
+            Some(tag) => f.debug_tuple("Envelope").field(tag).finish(),
+            None => f.write_str("Envelope(not drawn yet)"),
+        }
     }
 }
 
@@ -134,7 +151,23 @@ mod tests {
             .expect("the tag's prefix");
         assert_eq!(nonce.len(), 32);
         assert!(nonce.bytes().all(|byte| byte.is_ascii_hexdigit()));
-        assert_ne!(envelope, Envelope::fresh());
+        assert_ne!(envelope.tag(), Envelope::fresh().tag());
+    }
+
+    #[test]
+    fn clones_share_the_nonce_drawn_after_they_were_made() {
+        let envelope = Envelope::fresh();
+        let clones = [envelope.clone(), envelope.clone()];
+        assert_eq!(format!("{envelope:?}"), "Envelope(not drawn yet)");
+        // The second clone draws it; every other clone sees that nonce.
+        let wrapped = clones[1].wrap("x");
+        let tag = envelope.tag();
+        assert_eq!(wrapped, format!("<{tag}>x</{tag}>"));
+        assert_eq!(clones[0].tag(), tag);
+        assert_eq!(envelope.wrap("x"), wrapped);
+        assert_eq!(format!("{envelope:?}"), format!("Envelope({tag:?})"));
+        // A new envelope draws a nonce of its own.
+        assert_ne!(Envelope::fresh().tag(), tag);
     }
 
     #[test]

@@ -244,13 +244,15 @@ pub struct FileRoot {
 
 impl FileRoot {
     /// Opens `root`, which must be an existing directory that is not, and does not lie
-    /// inside, any of `trusted`; the trusted paths inside it are protected.
-    pub fn open(root: &Path, trusted: &TrustedPaths) -> Result<Self, RootError> {
-        let path = root.canonicalize()?;
+    /// inside, any of `trusted`; the trusted paths inside it are protected. `root` is
+    /// resolved as they were, so a path `trusted` resolved already costs nothing more.
+    pub fn open(root: &Path, trusted: &mut TrustedPaths) -> Result<Self, RootError> {
+        let path = trusted.resolve(root);
+        // Opened before the check, so a root that does not exist is reported as such.
+        let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
         if let Some(enclosing) = trusted.enclosing(&path) {
             return Err(RootError::Trusted(enclosing.describe()));
         }
-        let dir = Dir::open_ambient_dir(&path, ambient_authority())?;
         let protected = trusted.inside(&path);
         Ok(FileRoot {
             dir,

@@ -43,6 +43,8 @@ pub mod names;
 mod outcome;
 pub mod output;
 pub mod pack;
+mod permissions;
+mod plugin_info;
 pub mod policy;
 pub mod progress;
 #[cfg(feature = "watch")]
@@ -68,9 +70,10 @@ pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use engine::Engine;
 pub use log_listener::LogListener;
 pub use outcome::{CallOutcome, CrashCause, PluginFate};
+pub use plugin_info::PluginInfo;
 pub use progress::{BadProgress, Progress, ProgressUpdates};
 pub use runtime::{
-    BuildError, Call, CallOptions, InvokeError, ListedTool, PluginInfo, PluginUpdate,
-    ReservedCallId, Runtime, RuntimeBuilder, Scope, Session, ToolInfo,
+    BuildError, Call, CallOptions, InvokeError, ListedTool, PluginUpdate, ReservedCallId, Runtime,
+    RuntimeBuilder, Scope, Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;

@@ -7,6 +7,8 @@
 //! start again at 1 in every run, and runs share the store.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
 use crate::atomic_file::{Readers, write_atomically};
@@ -155,6 +157,17 @@ fn is_result_id(id: &str) -> bool {
         && call.bytes().all(|byte| byte.is_ascii_digit())
 }
 
+/// A new run id: a random start drawn once per process, plus the runs this process
+/// started before. The runtimes of one process never share an id (until 2^32 of them),
+/// processes sharing a store rarely do, and a runtime costs no draw from the operating
+/// system.
+pub fn new_run() -> u32 {
+    static START: OnceLock<u32> = OnceLock::new();
+    static STARTED: AtomicU32 = AtomicU32::new(0);
+    let start = *START.get_or_init(|| rand_core::RngCore::next_u32(&mut rand_core::OsRng));
+    start.wrapping_add(STARTED.fetch_add(1, Ordering::Relaxed))
+}
+
 /// The id of one run's result for call `call`.
 pub fn result_id(run: u32, call: u64) -> String {
     format!("{run:08x}-{call}")
@@ -163,6 +176,12 @@ pub fn result_id(run: u32, call: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_of_one_process_never_share_an_id() {
+        let runs: std::collections::HashSet<u32> = (0..1000).map(|_| new_run()).collect();
+        assert_eq!(runs.len(), 1000);
+    }
 
     #[test]
     fn a_stored_result_reads_back_by_its_id() {

@@ -44,20 +44,35 @@ pub struct Inside {
 }
 
 /// Every path the host trusts: what it runs, what grants, what it writes for the user.
+/// Made for one build: it remembers how each path resolved (see [`ResolvedPaths`]), so
+/// a symlink changed later is seen by the next build.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedPaths {
     paths: Vec<TrustedPath>,
+    resolved: ResolvedPaths,
 }
 
 impl TrustedPaths {
     /// Adds `path`, described as `what` ("the plugin directory"). It need not exist yet
     /// (a cache directory is created on first use).
     pub fn add(&mut self, what: &'static str, path: &Path) {
+        let resolved = self.resolved.resolve(path);
         self.paths.push(TrustedPath {
             what,
             path: path.to_path_buf(),
-            resolved: resolve(path),
+            resolved,
         });
+    }
+
+    /// `path` resolved as the trusted paths were (see [`ResolvedPaths::resolve`]), to
+    /// compare it with them.
+    pub fn resolve(&mut self, path: &Path) -> PathBuf {
+        self.resolved.resolve(path)
+    }
+
+    /// The current directory, as relative paths were resolved against it.
+    pub fn current_dir(&mut self) -> std::io::Result<PathBuf> {
+        self.resolved.current_dir()
     }
 
     /// The trusted path that `root` (resolved) is, or lies inside, if any: such a root
@@ -83,39 +98,102 @@ impl TrustedPaths {
     }
 }
 
-/// Whether `path` lies inside `dir` or is `dir`, both resolved with [`resolve`].
-pub fn lies_within(path: &Path, dir: &Path) -> bool {
-    resolve(path).starts_with(resolve(dir))
+/// Paths made absolute, with every symlink of their existing part resolved and the part
+/// that does not exist yet (which holds no symlink) kept as written. Every path resolved
+/// is remembered: one build compares the same few directories several times (the
+/// cache, the root, the current and home directories), and a path that does not exist
+/// yet is resolved from its parent, which usually was resolved just before (the result
+/// store in the cache), with one `lstat`.
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedPaths {
+    /// The current directory, once asked for.
+    cwd: Option<PathBuf>,
+    /// Each absolute path resolved so far, as written, and what it resolved to. A
+    /// build resolves a handful, so a list.
+    resolved: Vec<(PathBuf, PathBuf)>,
 }
 
-/// `path` made absolute, with the symlinks of its longest existing prefix resolved and
-/// the rest (which does not exist yet, so holds no symlink) normalised as written.
-pub fn resolve(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        match std::env::current_dir() {
-            Ok(cwd) => cwd.join(path),
+impl ResolvedPaths {
+    /// `path` resolved: relative to the current directory, through every symlink of
+    /// the part that exists.
+    pub fn resolve(&mut self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            return self.resolve_absolute(path);
+        }
+        match self.current_dir() {
+            Ok(cwd) => self.resolve_absolute(&cwd.join(path)),
             Err(_) => path.to_path_buf(),
         }
-    };
-    let components: Vec<Component> = absolute.components().collect();
-    for existing in (1..=components.len()).rev() {
-        let prefix: PathBuf = components[..existing].iter().collect();
-        if let Ok(mut resolved) = prefix.canonicalize() {
-            for component in &components[existing..] {
-                match component {
-                    Component::ParentDir => {
-                        resolved.pop();
-                    }
-                    Component::Normal(name) => resolved.push(name),
-                    _ => {}
+    }
+
+    /// The current directory (asked of the system once).
+    pub fn current_dir(&mut self) -> std::io::Result<PathBuf> {
+        if let Some(cwd) = &self.cwd {
+            return Ok(cwd.clone());
+        }
+        let cwd = std::env::current_dir()?;
+        // POSIX `getcwd`: the path holds no symlink, `.` or `..`; it is resolved.
+        self.resolved.push((cwd.clone(), cwd.clone()));
+        self.cwd = Some(cwd.clone());
+        Ok(cwd)
+    }
+
+    /// What `path` (absolute) resolved to, if it was resolved before.
+    fn known(&self, path: &Path) -> Option<&PathBuf> {
+        self.resolved
+            .iter()
+            .find(|(given, _)| given.as_os_str() == path.as_os_str())
+            .map(|(_, resolved)| resolved)
+    }
+
+    /// `path` (absolute) resolved: by the system when its parent was not resolved
+    /// before, else (or when the system cannot, as part of it does not exist) from its
+    /// parent.
+    fn resolve_absolute(&mut self, path: &Path) -> PathBuf {
+        if let Some(resolved) = self.known(path) {
+            return resolved.clone();
+        }
+        let parent_known = path
+            .parent()
+            .is_some_and(|parent| self.known(parent).is_some());
+        let resolved = if parent_known {
+            self.resolve_from_parent(path)
+        } else {
+            match path.canonicalize() {
+                Ok(resolved) => resolved,
+                Err(_) => self.resolve_from_parent(path),
+            }
+        };
+        self.resolved.push((path.to_path_buf(), resolved.clone()));
+        resolved
+    }
+
+    /// `path` (absolute) resolved from its parent's resolution: `..` goes up from
+    /// there, as the kernel does; a name that is a symlink is followed to the end of its
+    /// chain; any other name, or one that does not exist, is appended as written.
+    fn resolve_from_parent(&mut self, path: &Path) -> PathBuf {
+        let Some(parent) = path.parent() else {
+            // The filesystem root.
+            return path.to_path_buf();
+        };
+        let mut resolved = self.resolve_absolute(parent);
+        match path.components().next_back() {
+            Some(Component::ParentDir) => {
+                resolved.pop();
+            }
+            Some(Component::Normal(name)) => {
+                resolved.push(name);
+                let is_symlink = std::fs::symlink_metadata(&resolved)
+                    .is_ok_and(|metadata| metadata.file_type().is_symlink());
+                // A dangling symlink stays as written: what it names does not exist.
+                if is_symlink && let Ok(target) = resolved.canonicalize() {
+                    resolved = target;
                 }
             }
-            return resolved;
+            _ => {}
         }
+        resolved
     }
-    absolute
 }
 
 #[cfg(test)]
@@ -126,16 +204,60 @@ mod tests {
     fn paths_are_resolved_through_symlinks_even_when_they_do_not_exist_yet() {
         let base = tempfile::TempDir::new().expect("temp dir");
         let real = base.path().join("real");
-        std::fs::create_dir(&real).expect("real");
+        std::fs::create_dir_all(real.join("sub")).expect("real");
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        // A symlink inside the tree, and one whose target does not exist.
+        std::os::unix::fs::symlink(&link, real.join("sub/back")).expect("symlink");
+        std::os::unix::fs::symlink(base.path().join("nowhere"), real.join("dangling"))
+            .expect("symlink");
         let real = real.canonicalize().expect("canonical");
+        let base = base.path().canonicalize().expect("canonical");
 
-        assert_eq!(resolve(&link), real);
-        assert_eq!(resolve(&link.join("new/cache")), real.join("new/cache"));
-        assert_eq!(resolve(&link.join("new/../cache")), real.join("cache"));
-        assert!(lies_within(&link.join("new"), &real));
-        assert!(!lies_within(&base.path().join("other"), &real));
+        // One resolver for all, as in a build: what it remembers of one path must not
+        // change how the next resolves.
+        let mut resolved = ResolvedPaths::default();
+        let cases = [
+            (link.clone(), real.clone()),
+            (link.join("new/cache"), real.join("new/cache")),
+            (link.join("new/../cache"), real.join("cache")),
+            (link.join("./sub//."), real.join("sub")),
+            (link.join("sub/.."), real.clone()),
+            // `..` after a symlink leaves where it leads, not where it was written.
+            (link.join(".."), base),
+            (link.join("sub/back/sub/back/x"), real.join("x")),
+            (link.join("dangling"), real.join("dangling")),
+        ];
+        for (written, expected) in cases {
+            assert_eq!(
+                resolved.resolve(&written),
+                expected,
+                "{}",
+                written.display()
+            );
+        }
+        assert_eq!(resolved.resolve(Path::new("/")), Path::new("/"));
+        // Each agrees with the system's own resolution where the path exists.
+        for path in [
+            link.clone(),
+            link.join("sub/back"),
+            link.join("sub/back/.."),
+        ] {
+            let system = path.canonicalize().expect("exists");
+            assert_eq!(resolved.resolve(&path), system, "{}", path.display());
+            assert_eq!(ResolvedPaths::default().resolve(&path), system);
+        }
+    }
+
+    #[test]
+    fn relative_paths_are_resolved_against_the_current_directory() {
+        let cwd = std::env::current_dir().expect("cwd");
+        let mut resolved = ResolvedPaths::default();
+        assert_eq!(
+            resolved.resolve(Path::new("not-here/x")),
+            cwd.canonicalize().expect("cwd").join("not-here/x")
+        );
+        assert_eq!(resolved.current_dir().expect("cwd"), cwd);
     }
 
     #[test]

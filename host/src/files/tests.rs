@@ -37,7 +37,7 @@ impl Fixture {
     }
 
     fn open(&self) -> FileRoot {
-        FileRoot::open(&self.root_dir(), &TrustedPaths::default()).expect("root opens")
+        FileRoot::open(&self.root_dir(), &mut TrustedPaths::default()).expect("root opens")
     }
 
     /// The root, with `trusted` (paths relative to the root) protected.
@@ -46,7 +46,7 @@ impl Fixture {
         for (what, path) in trusted {
             paths.add(what, &self.root_dir().join(path));
         }
-        FileRoot::open(&self.root_dir(), &paths).expect("root opens")
+        FileRoot::open(&self.root_dir(), &mut paths).expect("root opens")
     }
 
     fn read_root(&self, path: &str) -> String {
@@ -269,7 +269,7 @@ fn a_root_that_is_or_lies_inside_a_trusted_path_cannot_be_opened() {
     let mut trusted = TrustedPaths::default();
     trusted.add("the cache", &root_dir);
 
-    let error = FileRoot::open(&root_dir, &trusted).expect_err("the root is trusted");
+    let error = FileRoot::open(&root_dir, &mut trusted).expect_err("the root is trusted");
     assert_eq!(
         error.to_string(),
         format!(
@@ -278,11 +278,11 @@ fn a_root_that_is_or_lies_inside_a_trusted_path_cannot_be_opened() {
         )
     );
     assert!(matches!(
-        FileRoot::open(&root_dir.join("sub"), &trusted),
+        FileRoot::open(&root_dir.join("sub"), &mut trusted),
         Err(RootError::Trusted(_))
     ));
     assert!(matches!(
-        FileRoot::open(&root_dir.join("missing"), &TrustedPaths::default()),
+        FileRoot::open(&root_dir.join("missing"), &mut TrustedPaths::default()),
         Err(RootError::Open(_))
     ));
 }

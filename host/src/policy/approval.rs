@@ -19,7 +19,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::{PluginInfo, ToolInfo};
+use crate::info::ToolInfo;
+use crate::permissions::Decision;
+use crate::plugin_info::PluginInfo;
 
 /// The priority of an embedder's resolver unless it says otherwise: before the user's
 /// rules.
@@ -30,19 +32,6 @@ pub const RULES_PRIORITY: i32 = 100;
 pub const PRESETS_PRIORITY: i32 = 75;
 /// The priority of a tool's own `no_prompt`.
 pub const NO_PROMPT_PRIORITY: i32 = 50;
-
-/// What the policy says about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// The call runs.
-    Allow,
-    /// The session's permission handler is asked (`on_permission`, the terminal, the
-    /// MCP client).
-    Ask,
-    /// The call is refused, for the reason given (the model reads
-    /// `tool 'X' was denied: REASON`).
-    Deny(String),
-}
 
 /// What a resolver sees: the tool, its plugin (manifest and grants), and the call's
 /// arguments.

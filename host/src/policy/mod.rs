@@ -17,7 +17,6 @@
 mod approval;
 mod caps;
 mod interceptors;
-mod rules;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -25,30 +24,31 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::info::ToolInfo;
 use crate::outcome::CallOutcome;
+use crate::plugin_info::PluginInfo;
 use crate::progress::ProgressSender;
 use crate::sandbox::{Ended, PluginHandle};
 use crate::stats::{Meters, ToolMeter};
-use crate::{PluginInfo, ToolInfo};
 
+pub use crate::permissions::{CommandLineRules, Decision, PermissionsSection, RuleError, Verdict};
 pub use approval::{
-    Answer, Approvals, BoxFuture, Decision, EMBEDDER_PRIORITY, NO_PROMPT_PRIORITY,
-    PRESETS_PRIORITY, PermissionHandler, PermissionPrompt, PermissionRequest, RULES_PRIORITY,
-    Resolver, ResolverError,
+    Answer, Approvals, BoxFuture, EMBEDDER_PRIORITY, NO_PROMPT_PRIORITY, PRESETS_PRIORITY,
+    PermissionHandler, PermissionPrompt, PermissionRequest, RULES_PRIORITY, Resolver,
+    ResolverError,
 };
 pub use interceptors::{
     After, Before, DEFAULT_INTERCEPTOR_TIMEOUT, InterceptedCall, Interceptor, InterceptorError,
 };
-pub use rules::{CommandLineRules, PermissionsSection, RuleError, Verdict};
 
+pub(crate) use crate::permissions::Rules;
 pub(crate) use approval::{Chain, RegisteredResolver};
 pub(crate) use caps::Caps;
 pub(crate) use interceptors::Interceptors;
-pub(crate) use rules::Rules;
 
+use crate::permissions::ToolFacts;
 use approval::Verdicts;
 use interceptors::{Stop, ToolInterceptors};
-use rules::ToolFacts;
 
 /// A runtime's policy: everything the embedder and the user configured.
 pub(crate) struct Policy {

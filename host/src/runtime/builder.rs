@@ -31,7 +31,7 @@ use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
 use crate::stats::Meters;
-use crate::trusted::{self, TrustedPaths};
+use crate::trusted::TrustedPaths;
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
@@ -284,13 +284,13 @@ impl RuntimeBuilder {
             Some(engine) => engine,
             None => Engine::new(Options::default())?,
         };
-        let trusted = self.trusted_paths(&engine);
-        let results: Result<Arc<ResultStore>, Arc<str>> =
-            match self.result_store_or_default(&engine) {
-                Some(store) => Ok(Arc::new(store)),
-                None => Err("no result store is set".into()),
-            };
-        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files)?;
+        let store = self.result_store_or_default(&engine);
+        let mut trusted = self.trusted_paths(&engine, store.as_ref());
+        let results: Result<Arc<ResultStore>, Arc<str>> = match store {
+            Some(store) => Ok(Arc::new(store)),
+            None => Err("no result store is set".into()),
+        };
+        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files, &mut trusted)?;
         let files = dirs.discover()?;
         let debug_log = match &self.debug_log {
             Some(path) => {
@@ -301,10 +301,10 @@ impl RuntimeBuilder {
             None => None,
         };
         let root = self.root.or_else(|| self.config.files_root());
-        let file_root = open_root(root, &trusted)?;
+        let file_root = open_root(root, &mut trusted)?;
         let mut cache = engine.cache().clone();
         if let (Files::Root(root), Some(dir)) = (&file_root, cache.dir())
-            && trusted::lies_within(dir, root.path())
+            && trusted.resolve(dir).starts_with(root.path())
         {
             tracing::warn!(
                 "not using the compiled-code cache {}: it lies inside the file root {}, \
@@ -395,7 +395,7 @@ impl RuntimeBuilder {
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
-            run: rand_core::RngCore::next_u32(&mut rand_core::OsRng),
+            run: crate::results::new_run(),
             results,
             max_args_bytes,
             dirs,
@@ -410,8 +410,9 @@ impl RuntimeBuilder {
         Ok(runtime)
     }
 
-    /// Everything this runtime's host trusts on disk (see [`crate::trusted`]).
-    fn trusted_paths(&self, engine: &Engine) -> TrustedPaths {
+    /// Everything this runtime's host trusts on disk (see [`crate::trusted`]), with
+    /// `results`, the result store.
+    fn trusted_paths(&self, engine: &Engine, results: Option<&ResultStore>) -> TrustedPaths {
         let mut trusted = TrustedPaths::default();
         if let Some(dir) = engine.cache().dir() {
             trusted.add("the compiled-code cache", dir);
@@ -432,7 +433,7 @@ impl RuntimeBuilder {
         if let Some(path) = &self.debug_log {
             trusted.add("the debug log", path);
         }
-        if let Some(store) = self.result_store_or_default(engine) {
+        if let Some(store) = results {
             trusted.add("the result store", store.dir());
         }
         trusted
@@ -451,15 +452,18 @@ impl RuntimeBuilder {
 /// The file root: `root` when given (an error when it cannot be granted), else the
 /// current directory, which is refused (plugins get no file access, with one warning)
 /// where a plugin could reach the user's startup files or what the host trusts.
-fn open_root(root: Option<PathBuf>, trusted: &TrustedPaths) -> Result<Files, BuildError> {
+fn open_root(root: Option<PathBuf>, trusted: &mut TrustedPaths) -> Result<Files, BuildError> {
     if let Some(root) = root {
         let opened =
             FileRoot::open(&root, trusted).map_err(|error| BuildError::Root(root, error))?;
         return Ok(Files::Root(Arc::new(opened)));
     }
-    let cwd = std::env::current_dir()
+    let cwd = trusted
+        .current_dir()
         .map_err(|error| BuildError::Root(PathBuf::from("."), error.into()))?;
-    let refusal = match default_root_refusal(&cwd, std::env::home_dir().as_deref()) {
+    let resolved = trusted.resolve(&cwd);
+    let home = std::env::home_dir().map(|home| trusted.resolve(&home));
+    let refusal = match default_root_refusal(&resolved, home.as_deref()) {
         Some(refusal) => refusal,
         None => match FileRoot::open(&cwd, trusted) {
             Ok(opened) => return Ok(Files::Root(Arc::new(opened))),
@@ -479,16 +483,16 @@ fn open_root(root: Option<PathBuf>, trusted: &TrustedPaths) -> Result<Files, Bui
 
 /// Why the current directory `cwd` cannot be the default file root, if it cannot:
 /// from `/`, the home directory or any ancestor of it, a plugin could write the user's
-/// startup files (`~/.bashrc`, `~/.ssh/authorized_keys`).
+/// startup files (`~/.bashrc`, `~/.ssh/authorized_keys`). Both paths are resolved
+/// ([`TrustedPaths::resolve`]), so a symlink to home is home.
 fn default_root_refusal(cwd: &Path, home: Option<&Path>) -> Option<String> {
-    let cwd = trusted::resolve(cwd);
     if cwd.parent().is_none() {
         return Some("is the filesystem root".to_string());
     }
-    let home = trusted::resolve(home?);
+    let home = home?;
     if cwd == home {
         Some("is your home directory".to_string())
-    } else if home.starts_with(&cwd) {
+    } else if home.starts_with(cwd) {
         Some(format!("contains your home directory {}", home.display()))
     } else {
         None
@@ -504,7 +508,11 @@ mod tests {
         let base = tempfile::TempDir::new().expect("temp dir");
         let home = base.path().join("home/me");
         std::fs::create_dir_all(home.join("project")).expect("home");
-        let refused = |cwd: &Path| default_root_refusal(cwd, Some(&home));
+        let refused = |cwd: &Path| {
+            let mut paths = TrustedPaths::default();
+            let cwd = paths.resolve(cwd);
+            default_root_refusal(&cwd, Some(&paths.resolve(&home)))
+        };
 
         assert_eq!(refused(&home).as_deref(), Some("is your home directory"));
         assert!(
@@ -522,6 +530,7 @@ mod tests {
         std::os::unix::fs::symlink(&home, &link).expect("symlink");
         assert_eq!(refused(&link).as_deref(), Some("is your home directory"));
         // Without a home directory, only `/` is refused.
-        assert_eq!(default_root_refusal(base.path(), None), None);
+        let base = TrustedPaths::default().resolve(base.path());
+        assert_eq!(default_root_refusal(&base, None), None);
     }
 }

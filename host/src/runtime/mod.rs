@@ -34,10 +34,9 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::envelope::{Envelope, OutputPolicy};
-use crate::grants::Grants;
-use crate::manifest::Manifest;
 use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
+use crate::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
 use crate::progress::{self, ProgressReceiver, ProgressUpdates};
 use crate::results::{self, ResultError, ResultStore};
@@ -56,17 +55,6 @@ pub use session::{Scope, Session};
 use loader::Loader;
 use plugin::{PluginDirs, PluginEntry, ToolEntry};
 use registry::{Names, Naming};
-
-/// A loaded plugin.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PluginInfo {
-    /// The file it was loaded from.
-    pub file: PathBuf,
-    /// Its manifest (for a `.lua` without a sidecar, clm's defaults).
-    pub manifest: Manifest,
-    /// What it was granted: its manifest's asks, cut to what the user's policy allows.
-    pub grants: Grants,
-}
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

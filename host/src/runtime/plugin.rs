@@ -17,13 +17,15 @@ use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::schema_budget::{OverBudget, Spending};
 use crate::source::Refusal;
+use crate::trusted::TrustedPaths;
 use crate::validation::{SchemaValidator, ValidatorCompiler};
 
+use super::ToolInfo;
 use super::builder::BuildError;
 use super::loader::{LoadReport, Loaded};
 use super::offered;
-use super::{PluginInfo, ToolInfo};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use crate::plugin_info::PluginInfo;
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
@@ -36,17 +38,20 @@ pub(super) struct PluginDirs {
 }
 
 impl PluginDirs {
-    /// Checks that every directory and file exists (the user's mistake otherwise).
-    pub fn new(given: Vec<PathBuf>, files: Vec<PathBuf>) -> Result<PluginDirs, BuildError> {
+    /// Checks that every directory and file exists (the user's mistake otherwise). The
+    /// directories are resolved with `resolved`, which the build compared them with the
+    /// file root through.
+    pub fn new(
+        given: Vec<PathBuf>,
+        files: Vec<PathBuf>,
+        resolved: &mut TrustedPaths,
+    ) -> Result<PluginDirs, BuildError> {
         let mut canonical = Vec::with_capacity(given.len());
         for dir in &given {
             if !dir.is_dir() {
                 return Err(BuildError::MissingDirectory(dir.clone()));
             }
-            canonical.push(
-                dir.canonicalize()
-                    .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?,
-            );
+            canonical.push(resolved.resolve(dir));
         }
         if let Some(missing) = files.iter().find(|file| !file.is_file()) {
             return Err(BuildError::MissingFile(missing.clone()));

@@ -15,7 +15,7 @@ fn store(access: FileAccess) -> (tempfile::TempDir, StoreState) {
     let root = tempfile::TempDir::new().expect("temp dir");
     std::fs::write(root.path().join("notes.txt"), "original").expect("notes");
     let files = Files::Root(Arc::new(
-        FileRoot::open(root.path(), &TrustedPaths::default()).expect("root"),
+        FileRoot::open(root.path(), &mut TrustedPaths::default()).expect("root"),
     ));
     let command_line = CommandLine {
         files: Some(access),

@@ -5,13 +5,14 @@
 //! `PLUGIN-ID/TOOL`); `*` and `?` stay within one `/`-separated segment, `**` crosses
 //! them. An entry that starts with `$` names a preset: `$readonly`, `$sandboxed`, or
 //! one of `[permissions.presets]`.
+//!
+//! A leaf module: the configuration compiles these rules when it reads the file (so a bad
+//! glob is an error at load), and the policy applies them per call.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
-
-use super::approval::Decision;
 
 /// What a rule says: `allow`, `ask` or `deny`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -46,6 +47,19 @@ impl std::str::FromStr for Verdict {
             other => Err(format!("expected allow, ask or deny, got {other:?}")),
         }
     }
+}
+
+/// What the policy says about a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call runs.
+    Allow,
+    /// The session's permission handler is asked (`on_permission`, the terminal, the
+    /// MCP client).
+    Ask,
+    /// The call is refused, for the reason given (the model reads
+    /// `tool 'X' was denied: REASON`).
+    Deny(String),
 }
 
 /// `[permissions]`: the rules of the configuration file.
