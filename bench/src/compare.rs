@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 use toolcell::limits::{Limits, MIB};
+use toolcell::policy::{CommandLineRules, Verdict};
 use toolcell::{CallOutcome, Engine, Runtime};
 
 use crate::measure::{median_of, show};
@@ -82,6 +83,23 @@ pub async fn load(engine: &Engine, dir: &Path, limits: Limits) -> Runtime {
         runtime.diagnostics()
     );
     runtime
+}
+
+/// As [`load`], with a policy that allows every tool by a rule (`--allow '*'`, default
+/// `allow`), as a harness that trusts its plugins configures it: such a policy leaves
+/// the policy layer nothing to do per call but count it.
+pub async fn load_allowing_all(engine: &Engine, dir: &Path) -> Runtime {
+    Runtime::builder()
+        .engine(engine.clone())
+        .plugin_dir(dir)
+        .permission_default(Verdict::Allow)
+        .permission_rules(CommandLineRules {
+            allow: vec!["*".to_string()],
+            ..CommandLineRules::default()
+        })
+        .build()
+        .await
+        .expect("runtime")
 }
 
 async fn output(runtime: &Runtime, tool: &str) -> String {
@@ -185,6 +203,7 @@ async fn calls(engine: &Engine, options: &Options) {
         output(&runtime, "ok").await;
     }
     let one_caller = start.elapsed() / n as u32;
+    let (default_policy, allow_all) = policy_pair(engine, dir.path(), &runtime, n).await;
     // An embedding agent calls from a task of its runtime, not from `block_on`: the
     // plugin's actor and the caller then wake each other on one worker thread.
     let in_task = {
@@ -221,6 +240,7 @@ async fn calls(engine: &Engine, options: &Options) {
     );
     for (name, toolcell_time) in [
         ("1 caller, from block_on", one_caller),
+        ("1 caller, allow-all policy", allow_all),
         ("1 caller, in a runtime task", in_task),
         ("64 concurrent callers", many_callers),
     ] {
@@ -233,6 +253,48 @@ async fn calls(engine: &Engine, options: &Options) {
             1.0 / toolcell_time.as_secs_f64()
         );
     }
+    println!(
+        "{:<30} {:>12} {:>12} {:>+6.1}%   (target <= +5 %)",
+        "allow-all vs default policy",
+        show(default_policy),
+        show(allow_all),
+        (allow_all.as_secs_f64() / default_policy.as_secs_f64() - 1.0) * 100.0
+    );
+}
+
+/// The trivial call through `plain` (the embedding API's default policy, under which a
+/// tool without `no_prompt` asks and, with nobody to ask, is allowed) and through a
+/// runtime that allows every tool by a rule, in alternating rounds so that drift in the
+/// machine's load hits both alike: the median round's time per call of each.
+async fn policy_pair(
+    engine: &Engine,
+    dir: &Path,
+    plain: &Runtime,
+    n: usize,
+) -> (Duration, Duration) {
+    let allowing = load_allowing_all(engine, dir).await;
+    for _ in 0..1000 {
+        output(&allowing, "ok").await;
+    }
+    let rounds = 21;
+    let per_round = (n / rounds).max(1);
+    let (mut plain_samples, mut allowing_samples) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for (runtime, samples) in [
+            (plain, &mut plain_samples),
+            (&allowing, &mut allowing_samples),
+        ] {
+            let start = Instant::now();
+            for _ in 0..per_round {
+                output(runtime, "ok").await;
+            }
+            samples.push(start.elapsed() / per_round as u32);
+        }
+    }
+    (
+        crate::measure::median(&mut plain_samples),
+        crate::measure::median(&mut allowing_samples),
+    )
 }
 
 fn per_call(n: usize, mut f: impl FnMut()) -> Duration {

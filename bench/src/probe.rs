@@ -8,7 +8,7 @@ use toolcell::limits::{Limits, MIB};
 use toolcell::{CallOutcome, Engine, Runtime};
 
 use crate::EngineFlags;
-use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, load, plugin_dir};
+use crate::compare::{COMPUTE_MEMORY, TRIVIAL_PLUGIN, load, load_allowing_all, plugin_dir};
 use crate::measure::{median, pss_kib, rss_kib};
 use crate::native::NativePlugin;
 
@@ -23,7 +23,15 @@ pub async fn run(kind: &str, flags: EngineFlags) {
         "native-load-1000" => native_load_many(1000),
         "timers-10k" => timers(engine, 100, 100).await,
         other => match other.strip_prefix("calls-") {
-            Some(count) => calls(engine, count.parse().expect("calls-N")).await,
+            Some(count) => calls(engine, count.parse().expect("calls-N"), false).await,
+            None if other.starts_with("allow-all-calls-") => {
+                calls(
+                    engine,
+                    other[16..].parse().expect("allow-all-calls-N"),
+                    true,
+                )
+                .await
+            }
             None if other.starts_with("load-") => {
                 load_many(engine, other[5..].parse().expect("load-N")).await
             }
@@ -157,10 +165,15 @@ async fn timers(engine: &Engine, plugins: usize, calls: usize) -> Duration {
 
 /// `count` trivial calls, one after the other (for instruction counts under callgrind:
 /// the difference between two counts, divided by the difference in calls, is the cost
-/// of one call whatever else the machine does).
-async fn calls(engine: &Engine, count: usize) -> Duration {
+/// of one call whatever else the machine does); with `allow_all`, through a policy
+/// that allows every tool by a rule (`allow-all-calls-N`).
+async fn calls(engine: &Engine, count: usize, allow_all: bool) -> Duration {
     let dir = trivial_dir(1);
-    let runtime = load(engine, dir.path(), Limits::default()).await;
+    let runtime = if allow_all {
+        load_allowing_all(engine, dir.path()).await
+    } else {
+        load(engine, dir.path(), Limits::default()).await
+    };
     let start = Instant::now();
     for _ in 0..count {
         assert_eq!(

@@ -26,6 +26,7 @@ mod diagnostic;
 pub mod distribution;
 pub mod engine;
 pub mod envelope;
+mod fast_map;
 pub mod files;
 pub mod grants;
 mod guest;

@@ -5,7 +5,12 @@
 //! through [`ProgressUpdates`], which skips the ones that came too fast: a plugin
 //! reporting in a tight loop costs its caller (an MCP client, say) at most one update
 //! every [`MIN_GAP`], and the last report is never lost.
+//!
+//! Most calls report nothing and nobody follows them, so a call's watch channel is made
+//! only when the plugin first reports or a caller first asks for updates; until then a
+//! call's progress is one small shared slot.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -73,14 +78,82 @@ impl Progress {
     }
 }
 
-/// Where the sandbox puts the reports of one call.
+/// One call's progress, shared by the sandbox and the caller.
+#[derive(Debug, Default)]
+struct Shared(Mutex<Slot>);
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a call's progress stands.
+#[derive(Debug, Default)]
+enum Slot {
+    /// In flight: nothing reported, nobody asked for updates.
+    #[default]
+    Quiet,
+    /// In flight, with the channel that carries its reports.
+    Open(watch::Sender<Option<Progress>>),
+    /// Ended, with its last report.
+    Ended(Option<Progress>),
+}
+
+/// Where the sandbox puts the reports of one call; dropping it ends the call's updates.
 #[derive(Debug)]
-pub(crate) struct ProgressSender(watch::Sender<Option<Progress>>);
+pub(crate) struct ProgressSender(Arc<Shared>);
 
 impl ProgressSender {
     /// Replaces the call's latest report.
     pub fn report(&self, progress: Progress) {
-        self.0.send_replace(Some(progress));
+        let mut slot = self.0.lock();
+        match &mut *slot {
+            Slot::Open(sender) => {
+                sender.send_replace(Some(progress));
+            }
+            // Only dropping the sender ends the call, so `Ended` is not seen here.
+            Slot::Quiet | Slot::Ended(_) => *slot = Slot::Open(watch::Sender::new(Some(progress))),
+        }
+    }
+}
+
+impl Drop for ProgressSender {
+    /// Closes the channel (updates end once its last report is read); a caller who
+    /// asks for updates later still gets the last report.
+    fn drop(&mut self) {
+        let mut slot = self.0.lock();
+        let last = match std::mem::take(&mut *slot) {
+            Slot::Open(sender) => sender.borrow().clone(),
+            Slot::Quiet | Slot::Ended(_) => None,
+        };
+        *slot = Slot::Ended(last);
+    }
+}
+
+/// The caller's end of one call's progress: hands out [`ProgressUpdates`].
+#[derive(Debug)]
+pub(crate) struct ProgressReceiver(Arc<Shared>);
+
+impl ProgressReceiver {
+    /// The call's updates from its start: the latest report so far counts as unread.
+    pub fn updates(&self) -> ProgressUpdates {
+        let mut slot = self.0.lock();
+        let mut receiver = match &mut *slot {
+            Slot::Open(sender) => sender.subscribe(),
+            Slot::Quiet => {
+                let (sender, receiver) = watch::channel(None);
+                *slot = Slot::Open(sender);
+                receiver
+            }
+            // A channel whose sender is gone: the last report, then the end.
+            Slot::Ended(last) => watch::channel(last.clone()).1,
+        };
+        receiver.mark_changed();
+        ProgressUpdates {
+            receiver,
+            last: None,
+        }
     }
 }
 
@@ -137,16 +210,10 @@ impl ProgressUpdates {
     }
 }
 
-/// A call's progress channel: the sandbox's end and the caller's.
-pub(crate) fn channel() -> (ProgressSender, ProgressUpdates) {
-    let (sender, receiver) = watch::channel(None);
-    (
-        ProgressSender(sender),
-        ProgressUpdates {
-            receiver,
-            last: None,
-        },
-    )
+/// A call's progress: the sandbox's end and the caller's.
+pub(crate) fn channel() -> (ProgressSender, ProgressReceiver) {
+    let shared = Arc::new(Shared::default());
+    (ProgressSender(shared.clone()), ProgressReceiver(shared))
 }
 
 #[cfg(test)]
@@ -175,9 +242,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn reports_in_quick_succession_reach_the_caller_as_the_latest_one() {
-        let (sender, mut updates) = channel();
+        let (sender, receiver) = channel();
         let report = |done| sender.report(Progress::new(done, Some(10.0), None).expect("ok"));
         report(1.0);
+        let mut updates = receiver.updates();
         assert_eq!(updates.next().await.map(|p| p.done), Some(1.0));
         let first = Instant::now();
         report(2.0);
@@ -187,6 +255,45 @@ mod tests {
         report(4.0);
         drop(sender);
         assert_eq!(updates.unread().map(|p| p.done), Some(4.0));
+        assert_eq!(updates.unread(), None);
+        assert_eq!(updates.next().await, None);
+    }
+
+    fn progress(done: f64) -> Progress {
+        Progress::new(done, None, None).expect("in range")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_who_asks_first_gets_the_reports_that_follow() {
+        let (sender, receiver) = channel();
+        let mut updates = receiver.updates();
+        assert_eq!(updates.unread(), None);
+        sender.report(progress(1.0));
+        assert_eq!(updates.next().await, Some(progress(1.0)));
+        drop(sender);
+        assert_eq!(updates.next().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_caller_reads_from_the_start_even_after_the_call_ended() {
+        let (sender, receiver) = channel();
+        sender.report(progress(1.0));
+        let mut early = receiver.updates();
+        sender.report(progress(2.0));
+        assert_eq!(early.next().await, Some(progress(2.0)));
+        assert_eq!(receiver.updates().unread(), Some(progress(2.0)));
+        drop(sender);
+        let mut late = receiver.updates();
+        assert_eq!(late.next().await, Some(progress(2.0)));
+        assert_eq!(late.next().await, None);
+        assert_eq!(early.next().await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_reported_nothing_ends_its_updates_empty() {
+        let (sender, receiver) = channel();
+        drop(sender);
+        let mut updates = receiver.updates();
         assert_eq!(updates.unread(), None);
         assert_eq!(updates.next().await, None);
     }

@@ -603,6 +603,66 @@ async fn stats_count_each_outcome_latency_fuel_and_peak_memory() {
     assert!(notes.peak_memory >= 64 * 1024, "{}", notes.peak_memory);
 }
 
+/// What a `tracing` subscriber writes, kept for the test to read.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_subscriber_sees_each_call_as_a_span_with_its_id_and_how_it_ended() {
+    use tracing_subscriber::fmt::format::FmtSpan;
+    let fixture = Fixture::new(&[("notes.lua", NOTES)]);
+    let runtime = fixture
+        .load_with(|b| b.config(config("[permissions]\ndeny = [\"danger_zone\"]")))
+        .await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    // One call that goes straight to its plugin, one the policy stops.
+    let read = runtime.call("note_read", "{}").expect("note_read starts");
+    let read_id = read.id();
+    assert_eq!(read.await, CallOutcome::Completed("read".into()));
+    let denied = runtime
+        .call("danger_zone", "{}")
+        .expect("danger_zone starts");
+    let denied_id = denied.id();
+    assert!(matches!(denied.await, CallOutcome::Denied(_)));
+    drop(guard);
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).expect("UTF-8");
+    for (id, tool, outcome) in [
+        (read_id, "note_read", "completed"),
+        (denied_id, "danger_zone", "denied"),
+    ] {
+        let span = format!("tool_call{{call={id} tool={tool} plugin=notes}}");
+        let ended = text
+            .lines()
+            .find(|line| line.contains(&span) && line.contains("call ended"))
+            .unwrap_or_else(|| panic!("no end of call {id} in:\n{text}"));
+        assert!(ended.contains(&format!("outcome=\"{outcome}\"")), "{ended}");
+        assert!(
+            text.lines()
+                .any(|line| line.contains(&span) && line.contains("close")),
+            "call {id}'s span is not closed in:\n{text}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // Configuration
 // ---------------------------------------------------------------------------------

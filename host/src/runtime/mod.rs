@@ -38,7 +38,7 @@ use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
 use crate::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
-use crate::progress::{self, ProgressUpdates};
+use crate::progress::{self, ProgressReceiver, ProgressUpdates};
 use crate::results::{self, ResultError, ResultStore};
 use crate::sandbox::{Ended, MemoryUse, PluginHandle};
 use crate::stats::{PluginStats, Stats, ToolMeter};
@@ -490,9 +490,7 @@ impl Runtime {
                         .chain(hidden.map(|info| info.name.as_str())),
                 )
             })?;
-        let approvals = options
-            .approvals
-            .unwrap_or_else(|| self.policy.approvals.clone());
+        let approvals = options.approvals.as_ref().unwrap_or(&self.policy.approvals);
         self.start(
             index,
             tool,
@@ -528,7 +526,7 @@ impl Runtime {
         args_json: &str,
         envelope: &Envelope,
         id: Option<ReservedCallId>,
-        approvals: Arc<Approvals>,
+        approvals: &Arc<Approvals>,
     ) -> Result<Call, InvokeError> {
         let info = &self.tools[index];
         let entry = &self.entries[index];
@@ -548,10 +546,13 @@ impl Runtime {
             Some(ReservedCallId(id)) => id,
             None => self.next_call.fetch_add(1, Ordering::Relaxed),
         };
-        let span =
-            tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin);
+        let span = if traced() {
+            tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin)
+        } else {
+            tracing::Span::none()
+        };
         let (sender, progress) = progress::channel();
-        let state = if gate.is_open(&approvals) {
+        let state = if gate.is_open(approvals) {
             let started = Instant::now();
             let outcome = span.in_scope(|| {
                 entry
@@ -572,7 +573,7 @@ impl Runtime {
                 tool: info.clone(),
                 gate: gate.clone(),
                 policy: self.policy.clone(),
-                approvals,
+                approvals: approvals.clone(),
                 handle: entry.handle.clone(),
                 arguments: serde_json::from_str(&args).unwrap_or_default(),
                 args,
@@ -619,6 +620,15 @@ impl Runtime {
     pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
         Ok(self.call(tool, args_json)?.await)
     }
+}
+
+/// Whether a tracing subscriber may want a call's span and its events. Checked before
+/// making them, so that without one a call makes no span at all: tracing's `log`
+/// fallback (on when any crate in the build enables tracing's `log` feature) would
+/// otherwise format the span's fields for the `log` crate on every call.
+fn traced() -> bool {
+    use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
+    tracing::Level::DEBUG <= STATIC_MAX_LEVEL && tracing::Level::DEBUG <= LevelFilter::current()
 }
 
 /// Checks the arguments of a call of the tool `info`: a JSON object of at most
@@ -721,7 +731,7 @@ pub struct Call {
     /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
     span: tracing::Span,
     state: CallState,
-    progress: ProgressUpdates,
+    progress: ProgressReceiver,
     /// The tool's output schema, compiled: a completed call's output must be the JSON
     /// text of a value it accepts.
     output_validator: Option<Arc<SchemaValidator>>,
@@ -802,7 +812,7 @@ impl Call {
     /// The progress the plugin reports while the call runs (`ctx:progress`), at most
     /// one update every 100 ms; each `progress()` reads them from the call's start.
     pub fn progress(&self) -> ProgressUpdates {
-        self.progress.clone()
+        self.progress.updates()
     }
 
     /// Whether the call's output, when it completes, is the JSON text of a structured
@@ -833,6 +843,9 @@ impl Call {
     fn record(&self, finished: &Finished) {
         self.meter
             .record(&finished.outcome, finished.ran, finished.fuel);
+        if !traced() {
+            return;
+        }
         tracing::debug!(
             parent: &self.span,
             outcome = finished.outcome.label(),

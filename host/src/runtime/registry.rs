@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use crate::fast_map::FastMap;
 use crate::names::wire_name;
 use crate::wording::file_name;
 
@@ -48,10 +49,10 @@ pub(super) struct Listing {
 /// Every name of every registered tool.
 #[derive(Debug, Default)]
 pub(super) struct Names {
-    aliases: HashMap<String, usize>,
-    plain: HashMap<String, usize>,
-    paths: HashMap<String, usize>,
-    wires: HashMap<String, usize>,
+    aliases: FastMap<String, usize>,
+    plain: FastMap<String, usize>,
+    paths: FastMap<String, usize>,
+    wires: FastMap<String, usize>,
     listed: Vec<Listing>,
 }
 

@@ -329,9 +329,7 @@ impl Session {
         };
         match runtime.names.resolve(tool).filter(|&index| in_scope(index)) {
             Some(index) => {
-                let approvals = options
-                    .approvals
-                    .unwrap_or_else(|| self.state.approvals.clone());
+                let approvals = options.approvals.as_ref().unwrap_or(&self.state.approvals);
                 runtime.start(
                     index,
                     tool,

@@ -7,7 +7,6 @@
 //! aborts an operation's task when its waiter is cancelled or its call ends, which drops
 //! an HTTP request's connection.
 
-use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -15,6 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::AbortHandle;
 
 use crate::bindings::OpOutcome;
+use crate::fast_map::{FastMap, FastSet};
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -68,14 +68,14 @@ struct Pending {
 #[derive(Default)]
 struct CallOps {
     http_started: u32,
-    ops: HashSet<OpId>,
+    ops: FastSet<OpId>,
 }
 
 /// The operations of one plugin instance.
 pub struct Operations {
     next: OpId,
-    pending: HashMap<OpId, Pending>,
-    calls: HashMap<CallId, CallOps>,
+    pending: FastMap<OpId, Pending>,
+    calls: FastMap<CallId, CallOps>,
     http_in_flight: usize,
     max_pending: usize,
     /// Where outcomes go: the plugin's actor, once it runs (`connect`).
@@ -88,8 +88,8 @@ impl Operations {
     pub fn new(max_pending: usize) -> Self {
         Operations {
             next: 1,
-            pending: HashMap::new(),
-            calls: HashMap::new(),
+            pending: FastMap::default(),
+            calls: FastMap::default(),
             http_in_flight: 0,
             max_pending,
             events: None,

@@ -1,7 +1,6 @@
 //! The data of a plugin's `Store`, and the host services (`toolcell:plugin/host`) the
 //! plugin imports.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use super::limiter::MemoryCap;
 use super::operations::Operations;
 use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
 use crate::clock;
+use crate::fast_map::FastMap;
 use crate::http::{self, Method};
 use crate::limits::prefix_within;
 use crate::progress::{Progress, ProgressSender};
@@ -35,7 +35,7 @@ pub struct StoreState {
     /// What the guest said was running when it stopped the step (`timeout-note`).
     pub(super) timeout_note: Option<String>,
     /// Where the progress each call in flight reports goes.
-    pub(super) progress: HashMap<u64, ProgressSender>,
+    pub(super) progress: FastMap<u64, ProgressSender>,
 }
 
 impl StoreState {
@@ -62,7 +62,7 @@ impl StoreState {
             operations,
             running: None,
             timeout_note: None,
-            progress: HashMap::new(),
+            progress: FastMap::default(),
         }
     }
 }

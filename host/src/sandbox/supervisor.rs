@@ -7,7 +7,7 @@
 //! that the plugin's actor and callers who find the plugin idle take in turn
 //! (`actor.rs`), so one step runs at a time.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 use super::PluginContext;
 use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::operations::{CallId, OpEvent};
+use crate::fast_map::FastMap;
 use crate::limits::bounded_message;
 use crate::outcome::{CallOutcome, CrashCause, PluginFate};
 use crate::progress::ProgressSender;
@@ -79,7 +80,7 @@ pub struct Supervisor {
     pre: PluginPre,
     /// None after a crash, until the next call creates a fresh instance.
     instance: Option<Instance>,
-    calls: HashMap<CallId, HostCall>,
+    calls: FastMap<CallId, HostCall>,
     crashes: VecDeque<Instant>,
     disabled: Option<String>,
     /// Where the instance's operations send their outcomes: the plugin's actor, once
@@ -97,7 +98,7 @@ impl Supervisor {
             context,
             pre,
             instance: Some(instance),
-            calls: HashMap::new(),
+            calls: FastMap::default(),
             crashes: VecDeque::new(),
             disabled: None,
             events: None,
