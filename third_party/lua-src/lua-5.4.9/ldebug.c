@@ -1005,15 +1005,13 @@ void luaG_countevent (lua_State *L) {
 
 /*
 ** toolcell: the count check at the start of a Lua function ('ci'), whose
-** size is already charged. As 'luaD_hookcall' does for the call hook,
-** the hook sees the function at its first instruction. A vararg function
-** is checked at its VARARGPREP instead, once its frame is set up, and a
-** function resumed after a yield at its next check (the count stays used
-** up until then).
+** size is already charged ('luaD_precall' and 'luaD_pretailcall'). As
+** 'luaD_hookcall' does for the call hook, the hook sees the function at
+** its first instruction. A vararg function is checked at its VARARGPREP
+** instead, once its frame is set up (the count stays used up until then).
 */
 void luaG_countentry (lua_State *L, CallInfo *ci) {
-  Proto *p = ci_func(ci)->p;
-  if (ci->u.l.savedpc == p->code && !p->is_vararg) {
+  if (!ci_func(ci)->p->is_vararg) {
     ci->u.l.savedpc++;  /* hooks assume 'pc' is already incremented */
     luaG_countevent(L);
     ci->u.l.savedpc--;  /* correct 'pc' */

@@ -539,6 +539,17 @@ l_sinline CallInfo *prepCallInfo (lua_State *L, StkId func, int nret,
 
 
 /*
+** toolcell: a Lua function's start ('ci', running 'p'), once its frame is
+** set up: it is charged its code size (all it can run without jumping
+** back) and checks the count hook (see 'luaG_countentry'). Every
+** activation passes here, from a call in Lua code or from C alike; a
+** function resumed after a yield is not charged again.
+*/
+#define countstart(L,ci,p)  \
+	{ if (countdue(L, (p)->sizecode)) luaG_countentry(L, ci); }
+
+
+/*
 ** precall for C functions
 ** (toolcell: always inlined, as compilers inline stock Lua's; with the count
 ** check below clang stops doing so for wasm, which costs every C call a call.)
@@ -602,6 +613,7 @@ int luaD_pretailcall (lua_State *L, CallInfo *ci, StkId func,
       ci->u.l.savedpc = p->code;  /* starting point */
       ci->callstatus |= CIST_TAIL;
       L->top.p = func + narg1;  /* set top */
+      countstart(L, ci, p);  /* toolcell */
       return -1;
     }
     default: {  /* not a function */
@@ -643,6 +655,7 @@ CallInfo *luaD_precall (lua_State *L, StkId func, int nresults) {
       for (; narg < nfixparams; narg++)
         setnilvalue(s2v(L->top.p++));  /* complete missing arguments */
       lua_assert(ci->top.p <= L->stack_last.p);
+      countstart(L, ci, p);  /* toolcell */
       return ci;
     }
     default: {  /* not a function */

@@ -1181,9 +1181,6 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
 #include "ljumptab.h"
 #endif
  startfunc:
-  /* toolcell: the function's size is charged and checked at its start */
-  if (countdue(L, clLvalue(s2v(ci->func.p))->p->sizecode))
-    luaG_countentry(L, ci);
   trap = tracehooks(L);  /* toolcell: the count hook needs no 'trap' */
  returning:  /* trap already set */
   cl = ci_func(ci);
