@@ -162,7 +162,8 @@ LUA_API int lua_gethookmask (lua_State *L) {
 ** a C function, at a point where it may raise an error.
 */
 LUA_API void lua_countwork (lua_State *L, int n) {
-  if (countdue(L, n) && L->allowhook == HOOKSON)
+  countwork(L, n);  /* no more once used up: 'n' may be large */
+  if (countdue(L, 0) && L->allowhook == HOOKSON)
     luaG_countevent(L);
 }
 
@@ -992,6 +993,10 @@ int luaG_traceexec (lua_State *L, const Instruction *pc) {
 ** a jump or a call); it is an error.
 */
 void luaG_countevent (lua_State *L) {
+  if (!(L->hookmask & LUA_MASKCOUNT)) {  /* no count hook? */
+    L->hookcount = MAX_INT;  /* 'countdue' is next true 2^31 charges later */
+    return;
+  }
   resethookcount(L);
   if (l_unlikely(L->status != LUA_OK))  /* closing a dead thread's slots? */
     return;  /* no handler would catch an error the hook raised */

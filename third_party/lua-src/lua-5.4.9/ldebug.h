@@ -26,9 +26,13 @@
 */
 #define tracehooks(L)	((L)->hookmask & (LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE))
 
-/* toolcell: charges 'n' instructions; true when the count hook is due */
-#define countdue(L,n)  \
-	(l_unlikely((L)->hookmask & LUA_MASKCOUNT) && ((L)->hookcount -= (n)) <= 0)
+/*
+** toolcell: charges 'n' instructions; true when the count hook is due (or,
+** without a count hook, when the count must be put back far from 0: see
+** 'luaG_countevent', which every caller calls then). Testing the count
+** alone keeps 'hookmask' out of every call and loop iteration.
+*/
+#define countdue(L,n)  (l_unlikely(((L)->hookcount -= (n)) <= 0))
 
 /*
 ** toolcell: charges 'n' instructions' worth of work done in C, without
