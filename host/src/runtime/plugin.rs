@@ -72,9 +72,8 @@ impl PluginDirs {
                 .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?;
             let mut in_dir: Vec<PluginFile> = entries
                 .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|path| path.is_file() && is_plugin_file(path))
-                .filter_map(|path| PluginFile::new(dir_index, path))
+                .filter(|entry| is_plugin_file(Path::new(&entry.file_name())) && is_file(entry))
+                .filter_map(|entry| PluginFile::new(dir_index, entry.path()))
                 .collect();
             in_dir.sort_by(|a, b| a.name.cmp(&b.name));
             found.extend(in_dir);
@@ -106,6 +105,16 @@ impl PluginDirs {
         let parent = parent.canonicalize().ok()?;
         let dir = self.canonical.iter().position(|dir| *dir == parent)?;
         PluginFile::new(dir, self.given[dir].join(name))
+    }
+}
+
+/// Whether a directory entry is a regular file, or a symlink to one. The entry's type
+/// comes with the directory listing, so only a symlink costs a `stat`.
+fn is_file(entry: &std::fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(kind) if kind.is_symlink() => entry.path().is_file(),
+        Ok(kind) => kind.is_file(),
+        Err(_) => entry.path().is_file(),
     }
 }
 
