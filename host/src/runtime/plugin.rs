@@ -466,3 +466,39 @@ impl PluginUpdate {
         self.plugin.is_none()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// Discovery reads each entry's type from the directory listing: a regular file and
+    /// a symlink to one are plugins, while a directory or a symlink to a directory with
+    /// a plugin's name is not, and other extensions are skipped.
+    #[test]
+    fn discovery_takes_plugin_files_and_symlinks_to_them_and_nothing_else() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let dir = base.path().join("plugins");
+        std::fs::create_dir(&dir).expect("dir");
+        let elsewhere = base.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("dir");
+        std::fs::write(dir.join("a.lua"), "").expect("a.lua");
+        std::fs::write(elsewhere.join("real.lua"), "").expect("real.lua");
+        symlink(elsewhere.join("real.lua"), dir.join("b.lua")).expect("symlink");
+        symlink(&elsewhere, dir.join("c.lua")).expect("symlink to a directory");
+        symlink(base.path().join("missing.lua"), dir.join("d.lua")).expect("dangling");
+        std::fs::create_dir(dir.join("e.wasm")).expect("a directory named e.wasm");
+        std::fs::write(dir.join("a.lua.toml"), "").expect("a sidecar");
+        std::fs::write(dir.join("notes.txt"), "").expect("notes");
+        let dirs = PluginDirs::new(vec![dir], Vec::new(), &mut TrustedPaths::default())
+            .expect("plugin dirs");
+        let found: Vec<String> = dirs
+            .discover()
+            .expect("discover")
+            .iter()
+            .map(PluginFile::display_name)
+            .collect();
+        assert_eq!(found, ["a.lua", "b.lua"]);
+    }
+}
