@@ -224,6 +224,11 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
         return None;
     }
     let mut bytes = Vec::with_capacity(metadata.len() as usize);
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    // Through `take`, which reads to the end without asking the file for its size and
+    // position again (`File::read_to_end` does), and stops a file that grew meanwhile.
+    (&mut file)
+        .take(READ_INLINE_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= READ_INLINE_MAX_BYTES).then_some(bytes)
 }
