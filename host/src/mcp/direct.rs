@@ -97,13 +97,17 @@ pub struct DirectCall {
 }
 
 /// Called by the handler of a new session: enrols it if its `initialize` came with
-/// an [`Enrolment`] (streamable HTTP).
-pub fn enrol(context: &RequestContext<RoleServer>, server: &ToolServer) {
-    if let Some(parts) = context.extensions.get::<Parts>()
-        && let Some(enrolment) = parts.extensions.get::<Enrolment>()
-    {
-        let _ = enrolment.0.set(server.downgrade());
-    }
+/// an [`Enrolment`] (streamable HTTP); whether it did.
+pub fn enrol(context: &RequestContext<RoleServer>, server: &ToolServer) -> bool {
+    let Some(enrolment) = context
+        .extensions
+        .get::<Parts>()
+        .and_then(|parts| parts.extensions.get::<Enrolment>())
+    else {
+        return false;
+    };
+    let _ = enrolment.0.set(server.downgrade());
+    true
 }
 
 impl Sessions {

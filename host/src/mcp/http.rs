@@ -11,7 +11,7 @@
 //! - a POSTed JSON-RPC message passes `jsonrpc::check` first: one that fails is a 400
 //!   (413 when too large) whose body is the JSON-RPC error saying why;
 //! - a plain `tools/call` in a session is answered without the SDK's session routing,
-//!   with a JSON body (`direct`);
+//!   its answer sent whole as one event (`direct`);
 //! - at most [`HttpOptions::max_sessions`] sessions live at once: another `initialize`
 //!   is a 503 until one ends (DELETE, or [`SESSION_IDLE`] without a request);
 //! - with a bearer token, a request to `/mcp` without it is a 401 (the token is

@@ -406,10 +406,9 @@ impl ServerHandler for ToolServer {
             ));
         }
         context.peer.set_peer_info(request.clone());
-        if !approval::can_ask(&context.peer) {
+        if direct::enrol(&context, self) && !approval::can_ask(&context.peer) {
             let _ = self.direct.set(context.peer.clone());
         }
-        direct::enrol(&context, self);
         self.negotiate_initialize(&request)
     }
 
