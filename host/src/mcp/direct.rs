@@ -232,12 +232,12 @@ impl Sessions {
         };
         let name = bare_host(host.host());
         self.allowed_hosts.iter().any(|allowed| {
-            Authority::try_from(allowed.as_str()).is_ok_and(|allowed| {
-                bare_host(allowed.host()) == name
-                    && allowed
-                        .port_u16()
-                        .is_none_or(|port| host.port_u16() == Some(port))
-            })
+            // As rmcp reads an entry: an authority, else (a bare IPv6 address) a host.
+            let (allowed, port) = match Authority::try_from(allowed.trim()) {
+                Ok(authority) => (bare_host(authority.host()), authority.port_u16()),
+                Err(_) => (bare_host(allowed.trim()), None),
+            };
+            allowed == name && port.is_none_or(|port| host.port_u16() == Some(port))
         })
     }
 }
@@ -351,4 +351,65 @@ fn event_stream(events: Bytes) -> Response<Full<Bytes>> {
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    const PLAIN: [(&str, &str); 2] = [
+        ("host", "127.0.0.1:8765"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+
+    #[test]
+    fn only_requests_rmcp_would_pass_as_they_are_are_answered_directly() {
+        let loopback = Sessions::new(vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]);
+        assert!(loopback.passes_checks(&headers(&PLAIN)));
+        for host in ["LOCALHOST", "localhost:1", "[::1]:8765"] {
+            let request = headers(&[("host", host), PLAIN[1]]);
+            assert!(loopback.passes_checks(&request), "{host}");
+        }
+        for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+            let request = headers(&[PLAIN[0], PLAIN[1], ("mcp-protocol-version", version)]);
+            assert!(loopback.passes_checks(&request), "{version}");
+        }
+        let refused = [
+            // DNS rebinding: rmcp answers 403.
+            headers(&[("host", "attacker.example"), PLAIN[1]]),
+            headers(&[PLAIN[1]]),
+            // A browser's request: rmcp decides about its Origin.
+            headers(&[PLAIN[0], PLAIN[1], ("origin", "http://localhost")]),
+            // rmcp answers 406, or weighs the types.
+            headers(&[PLAIN[0], ("accept", "application/json")]),
+            headers(&[
+                PLAIN[0],
+                ("accept", "application/json, text/event-stream;q=0"),
+            ]),
+            // Not a session protocol, or not one rmcp knows.
+            headers(&[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2026-07-28")]),
+            headers(&[PLAIN[0], PLAIN[1], ("mcp-protocol-version", "2025-01-01")]),
+        ];
+        for request in refused {
+            assert!(!loopback.passes_checks(&request), "{request:?}");
+        }
+        let any_host = Sessions::new(Vec::new());
+        assert!(any_host.passes_checks(&headers(&[("host", "tools.example"), PLAIN[1]])));
+    }
+
+    #[test]
+    fn an_allowed_host_with_a_port_allows_that_port_only() {
+        let sessions = Sessions::new(vec!["tools.example:8080".into()]);
+        assert!(sessions.host_allowed(&headers(&[("host", "tools.example:8080")])));
+        assert!(!sessions.host_allowed(&headers(&[("host", "tools.example:8081")])));
+        assert!(!sessions.host_allowed(&headers(&[("host", "tools.example")])));
+    }
 }
