@@ -103,9 +103,9 @@ struct Mcp {
 enum Admitted {
     /// The SDK, with the request (its body read); an `initialize` that opens a session
     /// carries an enrolment for `direct`.
-    Sdk(Request<Full<Bytes>>, Option<Enrolment>),
+    Sdk(Box<Request<Full<Bytes>>>, Option<Enrolment>),
     /// The session's handler, directly.
-    Direct(DirectCall),
+    Direct(Box<DirectCall>),
 }
 
 /// One HTTP server through its life: probes from the start, MCP once the plugins are
@@ -296,7 +296,7 @@ impl HttpServer {
         let response = if request.method() == Method::POST && is_json(&request) {
             match self.admit(mcp, request).await {
                 Ok(Admitted::Sdk(request, enrolment)) => {
-                    let response = mcp.service.handle(request).await;
+                    let response = mcp.service.handle(*request).await;
                     if let Some(enrolment) = enrolment {
                         mcp.direct.enrolled(&enrolment, &response);
                     }
@@ -356,10 +356,10 @@ impl HttpServer {
         if let ClientJsonRpcMessage::Request(request) = message
             && let Some(handler) = mcp.direct.handler(&mcp.sessions, &parts, &request).await
         {
-            return Ok(Admitted::Direct(handler.call(parts, request)));
+            return Ok(Admitted::Direct(Box::new(handler.call(parts, request))));
         }
         Ok(Admitted::Sdk(
-            Request::from_parts(parts, Full::new(bytes)),
+            Box::new(Request::from_parts(parts, Full::new(bytes))),
             enrolment,
         ))
     }
