@@ -457,6 +457,24 @@ impl HttpServer {
         (status, content_type, response.text().await.expect("a body"))
     }
 
+    /// POSTs a `tools/call` (see [`tool_call`]) in `session`; returns what
+    /// [`HttpServer::post`] does.
+    async fn call_tool(
+        &self,
+        session: &str,
+        id: u64,
+        tool: &str,
+        arguments: Value,
+        meta: Option<Value>,
+    ) -> (u16, String, String) {
+        let headers = [
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
+        self.post(tool_call(id, tool, arguments, meta), &headers)
+            .await
+    }
+
     /// Opens a session; returns its id.
     async fn open_session(&self, headers: &[(&str, &str)]) -> Result<String, (u16, String)> {
         self.open_session_with(initialize_request(), headers).await
@@ -796,16 +814,9 @@ fn answered_directly(body: &str) -> bool {
 async fn http_answers_a_plain_tool_call_directly_and_one_with_progress_on_its_stream() {
     let server = HttpServer::start(&[("echo.lua", ECHO), ("nap.lua", NAP)], &[], &[]);
     let session = server.open_session(&[]).await.expect("a session");
-    let headers = [
-        ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", "2025-06-18"),
-    ];
     // A plain call is answered directly: one event, the answer.
     let (status, content_type, body) = server
-        .post(
-            tool_call(2, "echo", json!({ "text": "hi" }), None),
-            &headers,
-        )
+        .call_tool(&session, 2, "echo", json!({ "text": "hi" }), None)
         .await;
     assert_eq!(
         (status, content_type.as_str()),
@@ -820,10 +831,7 @@ async fn http_answers_a_plain_tool_call_directly_and_one_with_progress_on_its_st
     // and its result is the same.
     let progress = Some(json!({ "progressToken": "p" }));
     let (status, content_type, body) = server
-        .post(
-            tool_call(3, "echo", json!({ "text": "hi" }), progress),
-            &headers,
-        )
+        .call_tool(&session, 3, "echo", json!({ "text": "hi" }), progress)
         .await;
     assert_eq!(
         (status, content_type.as_str()),
@@ -843,10 +851,7 @@ async fn http_answers_a_plain_tool_call_directly_and_one_with_progress_on_its_st
     // A long one reports progress on that stream.
     let progress = Some(json!({ "progressToken": "nap" }));
     let (_, _, body) = server
-        .post(
-            tool_call(4, "nap", json!({ "ms": 400 }), progress),
-            &headers,
-        )
+        .call_tool(&session, 4, "nap", json!({ "ms": 400 }), progress)
         .await;
     let streamed = sse_messages(&body);
     assert!(
@@ -862,9 +867,7 @@ async fn http_answers_a_plain_tool_call_directly_and_one_with_progress_on_its_st
         "{body}"
     );
     // A protocol error is answered directly too.
-    let (_, _, body) = server
-        .post(tool_call(5, "nope", json!({}), None), &headers)
-        .await;
+    let (_, _, body) = server.call_tool(&session, 5, "nope", json!({}), None).await;
     assert!(answered_directly(&body), "{body}");
     assert_error(
         &sse_messages(&body)[0],
@@ -884,15 +887,8 @@ async fn http_calls_of_a_client_that_can_be_asked_take_the_sdks_way() {
         .open_session_with(initialize, &[])
         .await
         .expect("a session");
-    let headers = [
-        ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", "2025-06-18"),
-    ];
     let (status, _, body) = server
-        .post(
-            tool_call(2, "echo", json!({ "text": "hi" }), None),
-            &headers,
-        )
+        .call_tool(&session, 2, "echo", json!({ "text": "hi" }), None)
         .await;
     assert!(status == 200 && !answered_directly(&body), "{body}");
     assert_eq!(sse_messages(&body)[0]["result"]["content"][0]["text"], "hi");
@@ -907,7 +903,7 @@ async fn http_cancels_a_plain_tool_call_that_notifications_cancelled_names() {
         ("mcp-protocol-version", "2025-06-18"),
     ];
     let started = Instant::now();
-    let call = server.post(tool_call(2, "nap", json!({ "ms": 60_000 }), None), &headers);
+    let call = server.call_tool(&session, 2, "nap", json!({ "ms": 60_000 }), None);
     let cancel = async {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let cancelled = json!({
@@ -925,10 +921,7 @@ async fn http_cancels_a_plain_tool_call_that_notifications_cancelled_names() {
         (200, "text/event-stream", "")
     );
     let (_, _, body) = server
-        .post(
-            tool_call(3, "echo", json!({ "text": "again" }), None),
-            &headers,
-        )
+        .call_tool(&session, 3, "echo", json!({ "text": "again" }), None)
         .await;
     assert!(answered_directly(&body), "{body}");
     let answer = &sse_messages(&body)[0];
@@ -939,15 +932,8 @@ async fn http_cancels_a_plain_tool_call_that_notifications_cancelled_names() {
 async fn http_a_call_in_a_deleted_session_is_not_found() {
     let server = HttpServer::start(&[("echo.lua", ECHO)], &[], &[]);
     let session = server.open_session(&[]).await.expect("a session");
-    let headers = [
-        ("mcp-session-id", session.as_str()),
-        ("mcp-protocol-version", "2025-06-18"),
-    ];
     let (status, _, body) = server
-        .post(
-            tool_call(2, "echo", json!({ "text": "hi" }), None),
-            &headers,
-        )
+        .call_tool(&session, 2, "echo", json!({ "text": "hi" }), None)
         .await;
     assert_eq!(status, 200, "{body}");
     let ended = reqwest::Client::new()
@@ -958,10 +944,7 @@ async fn http_a_call_in_a_deleted_session_is_not_found() {
         .expect("the server answers");
     assert!(ended.status().is_success(), "{ended:?}");
     let (status, _, body) = server
-        .post(
-            tool_call(3, "echo", json!({ "text": "hi" }), None),
-            &headers,
-        )
+        .call_tool(&session, 3, "echo", json!({ "text": "hi" }), None)
         .await;
     assert_eq!(
         (status, body.as_str()),
