@@ -101,14 +101,13 @@ fn readable_wire_name(path: &str) -> Option<String> {
                 .bytes()
                 .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_')
     };
-    let id_segments: Vec<&str> = id.split('/').collect();
-    if id_segments.len() > 2 || !id_segments.iter().all(|s| readable_segment(s)) {
+    if id.split('/').count() > 2 || !id.split('/').all(readable_segment) || !readable_segment(tool)
+    {
         return None;
     }
-    if !readable_segment(tool) {
-        return None;
-    }
-    let wire = format!("{}{WIRE_SEPARATOR}{tool}", id_segments.join(WIRE_SEPARATOR));
+    let mut wire = id.replace('/', WIRE_SEPARATOR);
+    wire.push_str(WIRE_SEPARATOR);
+    wire.push_str(tool);
     is_valid_tool_name(&wire).then_some(wire)
 }
 

@@ -258,6 +258,19 @@ impl Rules {
         section: &PermissionsSection,
         command_line: &CommandLineRules,
     ) -> Result<Rules, RuleError> {
+        // Most runtimes have no rules: then there is nothing to compile, and no rule set
+        // to consult on each call.
+        if command_line.is_empty()
+            && section.allow.is_empty()
+            && section.ask.is_empty()
+            && section.deny.is_empty()
+            && section.presets.is_empty()
+        {
+            return Ok(Rules {
+                sets: Vec::new(),
+                default: section.default,
+            });
+        }
         let presets = Presets::new(&section.presets)?;
         let command_line_set = presets.rule_set(
             true,

@@ -85,6 +85,15 @@ pub(crate) fn read(path: &Path, admission: &Admission<'_>) -> Result<Source, Ref
             format!("cannot read the file: {error}"),
         )
     })?;
+    admit(path, bytes, admission)
+}
+
+/// Checks `bytes`, the content of `path` (a `*.lua` or `*.wasm` file), already read.
+pub(crate) fn admit(
+    path: &Path,
+    bytes: Vec<u8>,
+    admission: &Admission<'_>,
+) -> Result<Source, Refusal> {
     if !admission.pins.is_empty() {
         admission
             .pins

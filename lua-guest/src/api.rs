@@ -64,6 +64,7 @@ pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
 }
 
 fn install_clm(lua: &Lua) -> mlua::Result<()> {
+    lua.set_app_data(SpecFields::new(lua)?);
     let clm = lua.create_table()?;
     clm.raw_set("tool_register", lua.create_function(tool_register)?)?;
     clm.raw_set("read_file", lua.create_function(read_file)?)?;
@@ -184,6 +185,35 @@ fn path_argument(lua: &Lua, what: &str, path: Value) -> mlua::Result<String> {
     }
 }
 
+/// The names of a tool spec's fields as Lua strings, made once when the state is
+/// prepared: looking a field up by a Rust `&str` makes (hashes and interns) the Lua
+/// string on every lookup, eight times per registered tool.
+struct SpecFields {
+    invoke: mlua::LuaString,
+    description: mlua::LuaString,
+    params_schema: mlua::LuaString,
+    title: mlua::LuaString,
+    output_schema: mlua::LuaString,
+    timeout_ms: mlua::LuaString,
+    no_prompt: mlua::LuaString,
+    hidden: mlua::LuaString,
+}
+
+impl SpecFields {
+    fn new(lua: &Lua) -> mlua::Result<SpecFields> {
+        Ok(SpecFields {
+            invoke: lua.create_string("invoke")?,
+            description: lua.create_string("description")?,
+            params_schema: lua.create_string("params_schema")?,
+            title: lua.create_string("title")?,
+            output_schema: lua.create_string("output_schema")?,
+            timeout_ms: lua.create_string("timeout_ms")?,
+            no_prompt: lua.create_string("no_prompt")?,
+            hidden: lua.create_string("hidden")?,
+        })
+    }
+}
+
 /// `clm.tool_register(name, spec)`, allowed only while the plugin loads.
 fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
     let name = tool_name(lua, name)?;
@@ -205,7 +235,14 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             ),
         )
     };
-    let invoke = match spec.raw_get::<Value>("invoke")? {
+    // The app data is borrowed only for the lookup: encoding a schema may set app data.
+    let field = |pick: fn(&SpecFields) -> &mlua::LuaString| -> mlua::Result<Value> {
+        let fields = lua
+            .app_data_ref::<SpecFields>()
+            .ok_or_else(|| mlua::Error::runtime("the plugin API is not installed"))?;
+        spec.raw_get(pick(&fields))
+    };
+    let invoke = match field(|fields| &fields.invoke)? {
         Value::Function(invoke) => invoke,
         Value::Nil => {
             return Err(api_error(
@@ -215,12 +252,12 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
         }
         other => return Err(field_error("invoke", "a function", &other)),
     };
-    let description = match spec.raw_get::<Value>("description")? {
+    let description = match field(|fields| &fields.description)? {
         Value::Nil => String::new(),
         Value::String(text) => Copies::new(lua).text(&text.as_bytes())?,
         other => return Err(field_error("description", "a string", &other)),
     };
-    let params_schema = match spec.raw_get::<Value>("params_schema")? {
+    let params_schema = match field(|fields| &fields.params_schema)? {
         Value::Nil => None,
         Value::Table(schema) => Some(
             json::encode(lua, &Value::Table(schema), json::MAX_DECODE_BYTES).map_err(|error| {
@@ -232,12 +269,12 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
         ),
         other => return Err(field_error("params_schema", "a table", &other)),
     };
-    let title = match spec.raw_get::<Value>("title")? {
+    let title = match field(|fields| &fields.title)? {
         Value::Nil => None,
         Value::String(text) => Some(text.to_string_lossy()),
         other => return Err(field_error("title", "a string", &other)),
     };
-    let output_schema = match spec.raw_get::<Value>("output_schema")? {
+    let output_schema = match field(|fields| &fields.output_schema)? {
         Value::Nil => None,
         Value::Table(schema) => Some(
             json::encode(lua, &Value::Table(schema), json::MAX_DECODE_BYTES).map_err(|error| {
@@ -249,7 +286,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
         ),
         other => return Err(field_error("output_schema", "a table", &other)),
     };
-    let timeout_ms = match spec.raw_get::<Value>("timeout_ms")? {
+    let timeout_ms = match field(|fields| &fields.timeout_ms)? {
         Value::Nil => None,
         value => Some(timeout(&value).ok_or_else(|| {
             field_error(
@@ -259,15 +296,15 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             )
         })?),
     };
-    let flag = |field: &str| -> mlua::Result<bool> {
-        match spec.raw_get::<Value>(field)? {
+    let flag = |pick: fn(&SpecFields) -> &mlua::LuaString, name: &str| -> mlua::Result<bool> {
+        match field(pick)? {
             Value::Nil => Ok(false),
             Value::Boolean(flag) => Ok(flag),
-            other => Err(field_error(field, "a boolean", &other)),
+            other => Err(field_error(name, "a boolean", &other)),
         }
     };
-    let no_prompt = flag("no_prompt")?;
-    let hidden = flag("hidden")?;
+    let no_prompt = flag(|fields| &fields.no_prompt, "no_prompt")?;
+    let hidden = flag(|fields| &fields.hidden, "hidden")?;
     let mut registry = lua
         .try_app_data_mut::<Registry>()
         .ok()

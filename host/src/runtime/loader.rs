@@ -104,10 +104,15 @@ impl Loader {
             };
             source::read(&path, &admission)
         };
-        let read = if is_small_file(&file.path) {
-            Ok(read_source())
-        } else {
-            tokio::task::spawn_blocking(read_source).await
+        let read = match read_small(&file.path) {
+            Some(bytes) => {
+                let admission = Admission {
+                    pins: &self.policy.pins,
+                    trust: &self.policy.trust,
+                };
+                Ok(source::admit(&file.path, bytes, &admission))
+            }
+            None => tokio::task::spawn_blocking(read_source).await,
         };
         let source = match read {
             Ok(Ok(source)) => source,
@@ -200,9 +205,25 @@ impl Loader {
 /// (docs/performance.md).
 const READ_INLINE_MAX_BYTES: u64 = 64 * 1024;
 
-/// Whether `path` is a regular file small enough to read without leaving the async
-/// thread (never a FIFO or device, whose reads may block).
-fn is_small_file(path: &Path) -> bool {
-    std::fs::metadata(path)
-        .is_ok_and(|metadata| metadata.is_file() && metadata.len() <= READ_INLINE_MAX_BYTES)
+/// The content of `path` when it is a regular file small enough to read without
+/// leaving the async thread; `None` for anything else: a FIFO or a device, whose reads
+/// may block (it is opened without blocking, so opening a FIFO does not wait for a
+/// writer), a larger file, or one that cannot be opened or read, which the blocking
+/// read then reports.
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .ok()?;
+    let metadata = file.metadata().ok()?;
+    if !metadata.is_file() || metadata.len() > READ_INLINE_MAX_BYTES {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }

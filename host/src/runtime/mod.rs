@@ -380,8 +380,8 @@ impl Runtime {
                 continue;
             };
             let manifest = &info.manifest;
-            let display = plugin.file.display_name();
             if let Some(first) = ids.get(manifest.id.as_str()) {
+                let display = plugin.file.display_name();
                 let collision = Diagnostic::error(
                     plugin.file.path.clone(),
                     DiagnosticKind::IdCollision,
@@ -402,7 +402,7 @@ impl Runtime {
                     file: plugin.file.path.clone(),
                     kind: DiagnosticKind::NoTools,
                     severity: Severity::Warning,
-                    message: format!("plugin {display} registered no tools"),
+                    message: format!("plugin {} registered no tools", plugin.file.display_name()),
                 });
             }
             for tool in &plugin.tools {
@@ -431,18 +431,20 @@ impl Runtime {
         self.names = names;
         self.diagnostics.extend(diagnostics);
         // Each plugin's diagnostics together, in load order; the configuration's last.
-        let order: HashMap<&Path, usize> = self
-            .plugins
-            .iter()
-            .enumerate()
-            .map(|(index, plugin)| (plugin.file.path.as_path(), index))
-            .collect();
-        self.diagnostics.sort_by_key(|diagnostic| {
-            order
-                .get(diagnostic.file.as_path())
-                .copied()
-                .unwrap_or(usize::MAX)
-        });
+        if self.diagnostics.len() > 1 {
+            let order: HashMap<&Path, usize> = self
+                .plugins
+                .iter()
+                .enumerate()
+                .map(|(index, plugin)| (plugin.file.path.as_path(), index))
+                .collect();
+            self.diagnostics.sort_by_key(|diagnostic| {
+                order
+                    .get(diagnostic.file.as_path())
+                    .copied()
+                    .unwrap_or(usize::MAX)
+            });
+        }
         let names = &self.names;
         self.unavailable.retain(|name, _| !names.contains(name));
     }

@@ -72,9 +72,8 @@ impl PluginDirs {
                 .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?;
             let mut in_dir: Vec<PluginFile> = entries
                 .filter_map(Result::ok)
-                .map(|entry| entry.path())
-                .filter(|path| path.is_file() && is_plugin_file(path))
-                .filter_map(|path| PluginFile::new(dir_index, path))
+                .filter(|entry| is_plugin_file(Path::new(&entry.file_name())) && is_file(entry))
+                .filter_map(|entry| PluginFile::new(dir_index, entry.path()))
                 .collect();
             in_dir.sort_by(|a, b| a.name.cmp(&b.name));
             found.extend(in_dir);
@@ -106,6 +105,16 @@ impl PluginDirs {
         let parent = parent.canonicalize().ok()?;
         let dir = self.canonical.iter().position(|dir| *dir == parent)?;
         PluginFile::new(dir, self.given[dir].join(name))
+    }
+}
+
+/// Whether a directory entry is a regular file, or a symlink to one. The entry's type
+/// comes with the directory listing, so only a symlink costs a `stat`.
+fn is_file(entry: &std::fs::DirEntry) -> bool {
+    match entry.file_type() {
+        Ok(kind) if kind.is_symlink() => entry.path().is_file(),
+        Ok(kind) => kind.is_file(),
+        Err(_) => entry.path().is_file(),
     }
 }
 
@@ -455,5 +464,41 @@ impl PluginUpdate {
     /// Whether the file is gone (the update unregisters its plugin).
     pub fn is_removal(&self) -> bool {
         self.plugin.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    /// Discovery reads each entry's type from the directory listing: a regular file and
+    /// a symlink to one are plugins, while a directory or a symlink to a directory with
+    /// a plugin's name is not, and other extensions are skipped.
+    #[test]
+    fn discovery_takes_plugin_files_and_symlinks_to_them_and_nothing_else() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let dir = base.path().join("plugins");
+        std::fs::create_dir(&dir).expect("dir");
+        let elsewhere = base.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("dir");
+        std::fs::write(dir.join("a.lua"), "").expect("a.lua");
+        std::fs::write(elsewhere.join("real.lua"), "").expect("real.lua");
+        symlink(elsewhere.join("real.lua"), dir.join("b.lua")).expect("symlink");
+        symlink(&elsewhere, dir.join("c.lua")).expect("symlink to a directory");
+        symlink(base.path().join("missing.lua"), dir.join("d.lua")).expect("dangling");
+        std::fs::create_dir(dir.join("e.wasm")).expect("a directory named e.wasm");
+        std::fs::write(dir.join("a.lua.toml"), "").expect("a sidecar");
+        std::fs::write(dir.join("notes.txt"), "").expect("notes");
+        let dirs = PluginDirs::new(vec![dir], Vec::new(), &mut TrustedPaths::default())
+            .expect("plugin dirs");
+        let found: Vec<String> = dirs
+            .discover()
+            .expect("discover")
+            .iter()
+            .map(PluginFile::display_name)
+            .collect();
+        assert_eq!(found, ["a.lua", "b.lua"]);
     }
 }
