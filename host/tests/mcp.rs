@@ -457,13 +457,40 @@ impl HttpServer {
         (status, content_type, response.text().await.expect("a body"))
     }
 
+    /// POSTs a `tools/call` (see [`tool_call`]) in `session`; returns what
+    /// [`HttpServer::post`] does.
+    async fn call_tool(
+        &self,
+        session: &str,
+        id: u64,
+        tool: &str,
+        arguments: Value,
+        meta: Option<Value>,
+    ) -> (u16, String, String) {
+        let headers = [
+            ("mcp-session-id", session),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
+        self.post(tool_call(id, tool, arguments, meta), &headers)
+            .await
+    }
+
     /// Opens a session; returns its id.
     async fn open_session(&self, headers: &[(&str, &str)]) -> Result<String, (u16, String)> {
+        self.open_session_with(initialize_request(), headers).await
+    }
+
+    /// Opens a session with `initialize`; returns its id.
+    async fn open_session_with(
+        &self,
+        initialize: Value,
+        headers: &[(&str, &str)],
+    ) -> Result<String, (u16, String)> {
         let mut request = reqwest::Client::new()
             .post(&self.url)
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream")
-            .body(initialize_request().to_string());
+            .body(initialize.to_string());
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -534,6 +561,18 @@ fn malformed_messages() -> Vec<(Vec<u8>, i64, Value, &'static str)> {
 }
 
 const ECHO: &str = r#"clm.tool_register("echo", { invoke = function(args, ctx) ctx:complete(args.text or "") end })"#;
+
+const NAP: &str = r#"clm.tool_register("nap", { invoke = function(args, ctx) clm.sleep(args.ms) ctx:complete("rested") end })"#;
+
+/// A `tools/call` of `tool` with `arguments` as request `id`, with `meta` as its
+/// `_meta` if any.
+fn tool_call(id: u64, tool: &str, arguments: Value, meta: Option<Value>) -> String {
+    let mut params = json!({ "name": tool, "arguments": arguments });
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }).to_string()
+}
 
 #[test]
 fn notifications_and_responses_before_initialize_do_not_end_the_session() {
@@ -761,4 +800,154 @@ fn http_on_a_remote_address_with_allow_remote_and_a_token_warns() {
         server.stderr
     );
     assert!(server.url.starts_with("http://0.0.0.0:"), "{}", server.url);
+}
+
+/// Whether an SSE body is the answer of a call made directly (`direct.rs`): one event,
+/// the message, without the event id and retry interval of the SDK's streams, which
+/// a client may resume.
+fn answered_directly(body: &str) -> bool {
+    let lines: Vec<&str> = body.lines().filter(|line| !line.is_empty()).collect();
+    lines.len() == 1 && lines[0].starts_with("data: {")
+}
+
+#[tokio::test]
+async fn http_answers_a_plain_tool_call_directly_and_one_with_progress_on_its_stream() {
+    let server = HttpServer::start(&[("echo.lua", ECHO), ("nap.lua", NAP)], &[], &[]);
+    let session = server.open_session(&[]).await.expect("a session");
+    // A plain call is answered directly: one event, the answer.
+    let (status, content_type, body) = server
+        .call_tool(&session, 2, "echo", json!({ "text": "hi" }), None)
+        .await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/event-stream"),
+        "{body}"
+    );
+    assert!(answered_directly(&body), "{body}");
+    let plain = &sse_messages(&body)[0];
+    assert_eq!(plain["id"], 2, "{body}");
+    assert_eq!(plain["result"]["content"][0]["text"], "hi", "{body}");
+    // With a progress token the call takes the SDK's way, a stream it could resume,
+    // and its result is the same.
+    let progress = Some(json!({ "progressToken": "p" }));
+    let (status, content_type, body) = server
+        .call_tool(&session, 3, "echo", json!({ "text": "hi" }), progress)
+        .await;
+    assert_eq!(
+        (status, content_type.as_str()),
+        (200, "text/event-stream"),
+        "{body}"
+    );
+    assert!(
+        body.contains("retry:") && !answered_directly(&body),
+        "{body}"
+    );
+    let streamed = sse_messages(&body);
+    assert_eq!(streamed.len(), 1, "{body}");
+    assert_eq!(
+        (&streamed[0]["id"], &streamed[0]["result"]),
+        (&json!(3), &plain["result"])
+    );
+    // A long one reports progress on that stream.
+    let progress = Some(json!({ "progressToken": "nap" }));
+    let (_, _, body) = server
+        .call_tool(&session, 4, "nap", json!({ "ms": 400 }), progress)
+        .await;
+    let streamed = sse_messages(&body);
+    assert!(
+        streamed
+            .iter()
+            .any(|message| message["method"] == "notifications/progress"
+                && message["params"]["progressToken"] == "nap"),
+        "{body}"
+    );
+    assert_eq!(
+        streamed.last().expect("an answer")["result"]["content"][0]["text"],
+        "rested",
+        "{body}"
+    );
+    // A protocol error is answered directly too.
+    let (_, _, body) = server.call_tool(&session, 5, "nope", json!({}), None).await;
+    assert!(answered_directly(&body), "{body}");
+    assert_error(
+        &sse_messages(&body)[0],
+        -32602,
+        json!(5),
+        "unknown tool 'nope'",
+    );
+}
+
+#[tokio::test]
+async fn http_calls_of_a_client_that_can_be_asked_take_the_sdks_way() {
+    // An approval request (elicitation) must ride the call's own stream.
+    let server = HttpServer::start(&[("echo.lua", ECHO)], &[], &[]);
+    let mut initialize = initialize_request();
+    initialize["params"]["capabilities"] = json!({ "elicitation": {} });
+    let session = server
+        .open_session_with(initialize, &[])
+        .await
+        .expect("a session");
+    let (status, _, body) = server
+        .call_tool(&session, 2, "echo", json!({ "text": "hi" }), None)
+        .await;
+    assert!(status == 200 && !answered_directly(&body), "{body}");
+    assert_eq!(sse_messages(&body)[0]["result"]["content"][0]["text"], "hi");
+}
+
+#[tokio::test]
+async fn http_cancels_a_plain_tool_call_that_notifications_cancelled_names() {
+    let server = HttpServer::start(&[("echo.lua", ECHO), ("nap.lua", NAP)], &[], &[]);
+    let session = server.open_session(&[]).await.expect("a session");
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-06-18"),
+    ];
+    let started = Instant::now();
+    let call = server.call_tool(&session, 2, "nap", json!({ "ms": 60_000 }), None);
+    let cancel = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let cancelled = json!({
+            "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": 2, "reason": "the user gave up" }
+        });
+        server.post(cancelled.to_string(), &headers).await
+    };
+    let ((status, content_type, body), (cancel_status, _, _)) = tokio::join!(call, cancel);
+    assert_eq!(cancel_status, 202);
+    // The call ended at once, and, cancelled, is not answered.
+    assert!(started.elapsed() < Duration::from_secs(30), "{body}");
+    assert_eq!(
+        (status, content_type.as_str(), body.as_str()),
+        (200, "text/event-stream", "")
+    );
+    let (_, _, body) = server
+        .call_tool(&session, 3, "echo", json!({ "text": "again" }), None)
+        .await;
+    assert!(answered_directly(&body), "{body}");
+    let answer = &sse_messages(&body)[0];
+    assert_eq!(answer["result"]["content"][0]["text"], "again", "{body}");
+}
+
+#[tokio::test]
+async fn http_a_call_in_a_deleted_session_is_not_found() {
+    let server = HttpServer::start(&[("echo.lua", ECHO)], &[], &[]);
+    let session = server.open_session(&[]).await.expect("a session");
+    let (status, _, body) = server
+        .call_tool(&session, 2, "echo", json!({ "text": "hi" }), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ended = reqwest::Client::new()
+        .delete(&server.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("the server answers");
+    assert!(ended.status().is_success(), "{ended:?}");
+    let (status, _, body) = server
+        .call_tool(&session, 3, "echo", json!({ "text": "hi" }), None)
+        .await;
+    assert_eq!(
+        (status, body.as_str()),
+        (404, "Not Found: Session not found")
+    );
 }

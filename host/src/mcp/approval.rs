@@ -27,12 +27,15 @@ pub enum AskFallback {
 const CANNOT_ASK: &str = "it needs approval, and the MCP client cannot ask the user \
      (the session has no elicitation; the server runs with --ask-fallback deny)";
 
+/// Whether the client behind `peer` can be asked (it declared form elicitation).
+pub(super) fn can_ask(peer: &Peer<RoleServer>) -> bool {
+    peer.supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+}
+
 /// The approvals of a session with the client behind `peer`.
 pub(super) fn for_session(peer: &Peer<RoleServer>, fallback: AskFallback) -> Approvals {
-    if peer
-        .supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
-    {
+    if can_ask(peer) {
         return Approvals::new(Some(Arc::new(Elicitor {
             peer: peer.clone(),
             fallback,

@@ -10,6 +10,8 @@
 //!   not tune their own sockets;
 //! - a POSTed JSON-RPC message passes `jsonrpc::check` first: one that fails is a 400
 //!   (413 when too large) whose body is the JSON-RPC error saying why;
+//! - a plain `tools/call` in a session is answered without the SDK's session routing,
+//!   its answer sent whole as one event (`direct`);
 //! - at most [`HttpOptions::max_sessions`] sessions live at once: another `initialize`
 //!   is a 503 until one ends (DELETE, or [`SESSION_IDLE`] without a request);
 //! - with a bearer token, a request to `/mcp` without it is a 401 (the token is
@@ -43,6 +45,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::ServerState;
+use super::direct::{DirectCall, Enrolment, Sessions};
 use super::jsonrpc::{self, MAX_MESSAGE_BYTES, Rejection};
 use super::lifecycle::{Lifecycle, RequestGuard};
 use super::server::ToolServer;
@@ -88,10 +91,21 @@ pub struct HttpOptions {
     pub token: Option<Arc<str>>,
 }
 
-/// The MCP endpoint, once the plugins are loaded: the SDK's service and its sessions.
+/// The MCP endpoint, once the plugins are loaded: the SDK's service and its sessions,
+/// and the sessions whose calls may be answered directly.
 struct Mcp {
     service: Service,
     sessions: Arc<LocalSessionManager>,
+    direct: Sessions,
+}
+
+/// A POSTed message that passed the checks: who answers it.
+enum Admitted {
+    /// The SDK, with the request (its body read); an `initialize` that opens a session
+    /// carries an enrolment for `direct`.
+    Sdk(Box<Request<Full<Bytes>>>, Option<Enrolment>),
+    /// The session's handler, directly.
+    Direct(Box<DirectCall>),
 }
 
 /// One HTTP server through its life: probes from the start, MCP once the plugins are
@@ -129,13 +143,18 @@ impl HttpServer {
             config = config.disable_allowed_hosts();
         }
         let sessions = Arc::new(LocalSessionManager::default());
+        let direct = Sessions::new(config.allowed_hosts.clone());
         let service = StreamableHttpService::new(
             move || Ok(ToolServer::new(shared.clone())),
             sessions.clone(),
             config,
         );
         // Opened once; a second call changes nothing.
-        let _ = self.mcp.set(Mcp { service, sessions });
+        let _ = self.mcp.set(Mcp {
+            service,
+            sessions,
+            direct,
+        });
         self.lifecycle.loaded();
     }
 
@@ -276,13 +295,20 @@ impl HttpServer {
         let in_flight = self.lifecycle.request();
         let response = if request.method() == Method::POST && is_json(&request) {
             match self.admit(mcp, request).await {
-                Ok(request) => mcp.service.handle(request).await,
+                Ok(Admitted::Sdk(request, enrolment)) => {
+                    let response = mcp.service.handle(*request).await;
+                    if let Some(enrolment) = enrolment {
+                        mcp.direct.enrolled(&enrolment, &response);
+                    }
+                    joined(response).await
+                }
+                Ok(Admitted::Direct(call)) => call.answer().await.map(BodyExt::boxed),
                 Err(refusal) => return refusal,
             }
         } else {
-            mcp.service.handle(request).await
+            joined(mcp.service.handle(request).await).await
         };
-        joined(response).await.map(|body| {
+        response.map(|body| {
             Tracked {
                 body,
                 _in_flight: in_flight,
@@ -291,14 +317,14 @@ impl HttpServer {
         })
     }
 
-    /// Reads a POSTed message and checks it; gives the request back with its body
-    /// read, or the response refusing it.
+    /// Reads a POSTed message and checks it; says who answers it, or gives the
+    /// response refusing it.
     async fn admit(
         &self,
         mcp: &Mcp,
         request: Request<Incoming>,
-    ) -> Result<Request<Full<Bytes>>, Response<Body>> {
-        let (parts, body) = request.into_parts();
+    ) -> Result<Admitted, Response<Body>> {
+        let (mut parts, body) = request.into_parts();
         let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.is::<LengthLimitError>() => {
@@ -316,13 +342,26 @@ impl HttpServer {
         };
         let message = jsonrpc::check(&bytes)
             .map_err(|rejection| refusal(StatusCode::BAD_REQUEST, &rejection))?;
+        let mut enrolment = None;
         if let ClientJsonRpcMessage::Request(request) = &message
             && matches!(request.request, ClientRequest::InitializeRequest(_))
             && !parts.headers.contains_key(SESSION_HEADER)
         {
             self.room_for_a_session(mcp, &request.id).await?;
+            let opening = Enrolment::default();
+            parts.extensions.insert(opening.clone());
+            enrolment = Some(opening);
         }
-        Ok(Request::from_parts(parts, Full::new(bytes)))
+        mcp.direct.cancel(&parts, &message);
+        if let ClientJsonRpcMessage::Request(request) = message
+            && let Some(handler) = mcp.direct.handler(&mcp.sessions, &parts, &request).await
+        {
+            return Ok(Admitted::Direct(Box::new(handler.call(parts, request))));
+        }
+        Ok(Admitted::Sdk(
+            Box::new(Request::from_parts(parts, Full::new(bytes))),
+            enrolment,
+        ))
     }
 
     /// Refuses a new session when [`HttpOptions::max_sessions`] live.

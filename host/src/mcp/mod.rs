@@ -9,6 +9,7 @@
 //! - `stdio` and `lines`: the stdio transport, with the real stdout kept for the
 //!   protocol alone;
 //! - `http`: the streamable HTTP transport, with the `/healthz` and `/readyz` probes;
+//!   `direct`: its plain tool calls, answered without rmcp's session routing;
 //! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
 //!   a drain on SIGTERM waits for;
 //! - `metrics`: `--metrics`, the runtime's statistics for Prometheus;
@@ -21,6 +22,7 @@
 //! server's shutdown signal.
 
 mod approval;
+mod direct;
 mod http;
 mod jsonrpc;
 mod lifecycle;

@@ -41,8 +41,10 @@
 // versions this server speaks have it.
 #![allow(deprecated)]
 
+use std::collections::HashMap;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -51,17 +53,17 @@ use rmcp::model::{
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::model::{LoggingLevel, SetLevelRequestParams};
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::logging::{CallLog, Rate};
-use super::{FLOOR_TOOL, ServerState, approval};
+use super::{FLOOR_TOOL, ServerState, approval, direct};
 use crate::policy::Approvals;
 use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, schema};
 
@@ -76,12 +78,26 @@ pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 const OFFERED: &str =
     "this server offers tools only: initialize, ping, tools/list, tools/call, logging/setLevel";
 
-/// The handler of one MCP session.
-pub struct ToolServer {
+/// The handler of one MCP session, as rmcp serves it; clones share the session.
+/// Streamable HTTP also answers a session's plain tool calls itself (`direct`), through
+/// the same state.
+#[derive(Clone)]
+pub struct ToolServer(Arc<SessionState>);
+
+impl Deref for ToolServer {
+    type Target = SessionState;
+
+    fn deref(&self) -> &SessionState {
+        &self.0
+    }
+}
+
+/// What one MCP session keeps between its requests.
+pub struct SessionState {
     shared: ServerState,
     /// What this session's model sees.
     view: Session,
-    /// Cancelled when this handler is dropped (the session ended): stops its
+    /// Cancelled when the session ends (its state is dropped): stops its
     /// list-changed forwarder.
     session: CancellationToken,
     _session_guard: DropGuard,
@@ -97,13 +113,20 @@ pub struct ToolServer {
     /// The session's approvals, made at its first call (when the client's
     /// capabilities are known).
     approvals: OnceLock<Arc<Approvals>>,
+    /// The client, if its calls may be answered without rmcp's session routing
+    /// (`direct`): it cannot be asked for approvals, so a call sends it nothing that
+    /// must ride the call's own stream.
+    direct: OnceLock<Peer<RoleServer>>,
+    /// The calls `direct` is answering, by request id, to cancel on
+    /// `notifications/cancelled`.
+    direct_calls: Mutex<HashMap<RequestId, CancellationToken>>,
 }
 
 impl ToolServer {
     /// A handler for a new session.
     pub fn new(shared: ServerState) -> ToolServer {
         let session = CancellationToken::new();
-        ToolServer {
+        ToolServer(Arc::new(SessionState {
             view: Session::new().with_scope(shared.scope.clone()),
             shared,
             _session_guard: session.clone().drop_guard(),
@@ -113,6 +136,52 @@ impl ToolServer {
             log_level: Mutex::new(None),
             log_rate: Arc::new(Rate::default()),
             approvals: OnceLock::new(),
+            direct: OnceLock::new(),
+            direct_calls: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The session's state, for `direct` to find again (it ends with the session).
+    pub fn downgrade(&self) -> Weak<SessionState> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The handler of the session whose state `state` is.
+    pub fn of(state: Arc<SessionState>) -> ToolServer {
+        ToolServer(state)
+    }
+}
+
+impl SessionState {
+    /// The client, if this session's calls may be answered directly (`direct`).
+    pub(super) fn direct_peer(&self) -> Option<&Peer<RoleServer>> {
+        self.direct.get()
+    }
+
+    /// Counts the call `id` as answered directly until it ends; `cancel` cancels it.
+    pub(super) fn track_direct(&self, id: RequestId, cancel: CancellationToken) {
+        self.direct_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, cancel);
+    }
+
+    /// The call `id` answered directly has ended.
+    pub(super) fn untrack_direct(&self, id: &RequestId) {
+        self.direct_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+
+    /// Cancels the call `id` if it is being answered directly.
+    pub(super) fn cancel_direct(&self, id: &RequestId) {
+        let calls = self
+            .direct_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(cancel) = calls.get(id) {
+            cancel.cancel();
         }
     }
 
@@ -337,6 +406,9 @@ impl ServerHandler for ToolServer {
             ));
         }
         context.peer.set_peer_info(request.clone());
+        if direct::enrol(&context, self) && !approval::can_ask(&context.peer) {
+            let _ = self.direct.set(context.peer.clone());
+        }
         self.negotiate_initialize(&request)
     }
 
