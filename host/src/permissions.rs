@@ -97,8 +97,12 @@ pub struct PermissionsSection {
 impl PermissionsSection {
     /// Whether the section says anything at all.
     pub fn is_empty(&self) -> bool {
-        self.default.is_none()
-            && self.allow.is_empty()
+        self.default.is_none() && self.has_no_rules()
+    }
+
+    /// Whether the section has no rule and no preset (a default alone is no rule).
+    fn has_no_rules(&self) -> bool {
+        self.allow.is_empty()
             && self.ask.is_empty()
             && self.deny.is_empty()
             && self.presets.is_empty()
@@ -260,12 +264,7 @@ impl Rules {
     ) -> Result<Rules, RuleError> {
         // Most runtimes have no rules: then there is nothing to compile, and no rule set
         // to consult on each call.
-        if command_line.is_empty()
-            && section.allow.is_empty()
-            && section.ask.is_empty()
-            && section.deny.is_empty()
-            && section.presets.is_empty()
-        {
+        if command_line.is_empty() && section.has_no_rules() {
             return Ok(Rules {
                 sets: Vec::new(),
                 default: section.default,
