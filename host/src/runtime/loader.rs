@@ -29,6 +29,16 @@ pub(super) struct Policy {
     pub trust: TrustPolicy,
 }
 
+impl Policy {
+    /// What a plugin file must satisfy to be accepted.
+    fn admission(&self) -> Admission<'_> {
+        Admission {
+            pins: &self.pins,
+            trust: &self.trust,
+        }
+    }
+}
+
 /// A loaded plugin: its actor, the tools it registered, its manifest and grants.
 pub(super) struct Loaded {
     pub handle: PluginHandle,
@@ -95,24 +105,12 @@ impl Loader {
     }
 
     async fn load(&self, file: &PluginFile) -> LoadReport {
-        let path = file.path.clone();
-        let policy = self.policy.clone();
-        let read_source = move || {
-            let admission = Admission {
-                pins: &policy.pins,
-                trust: &policy.trust,
-            };
-            source::read(&path, &admission)
-        };
         let read = match read_small(&file.path) {
-            Some(bytes) => {
-                let admission = Admission {
-                    pins: &self.policy.pins,
-                    trust: &self.policy.trust,
-                };
-                Ok(source::admit(&file.path, bytes, &admission))
+            Some(bytes) => Ok(source::admit(&file.path, bytes, &self.policy.admission())),
+            None => {
+                let (path, policy) = (file.path.clone(), self.policy.clone());
+                tokio::task::spawn_blocking(move || source::read(&path, &policy.admission())).await
             }
-            None => tokio::task::spawn_blocking(read_source).await,
         };
         let source = match read {
             Ok(Ok(source)) => source,
