@@ -77,21 +77,36 @@ pub(crate) struct Admission<'a> {
     pub trust: &'a TrustPolicy,
 }
 
+/// What the caller knows of a `.lua` plugin's sidecar manifest `NAME.lua.toml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sidecar {
+    /// Nothing: the loader looks for it.
+    Unknown,
+    /// The plugin was found in a directory listing that has no entry of that name: the
+    /// plugin has none, as if the loader had looked when the directory was listed.
+    NotListed,
+}
+
 /// Reads and checks `path` (a `*.lua` or `*.wasm` file).
-pub(crate) fn read(path: &Path, admission: &Admission<'_>) -> Result<Source, Refusal> {
+pub(crate) fn read(
+    path: &Path,
+    sidecar: Sidecar,
+    admission: &Admission<'_>,
+) -> Result<Source, Refusal> {
     let bytes = std::fs::read(path).map_err(|error| {
         refuse(
             DiagnosticKind::LoadFailed,
             format!("cannot read the file: {error}"),
         )
     })?;
-    admit(path, bytes, admission)
+    admit(path, bytes, sidecar, admission)
 }
 
 /// Checks `bytes`, the content of `path` (a `*.lua` or `*.wasm` file), already read.
 pub(crate) fn admit(
     path: &Path,
     bytes: Vec<u8>,
+    sidecar: Sidecar,
     admission: &Admission<'_>,
 ) -> Result<Source, Refusal> {
     if !admission.pins.is_empty() {
@@ -101,13 +116,18 @@ pub(crate) fn admit(
             .map_err(|mismatch| refuse(DiagnosticKind::DigestMismatch, mismatch.to_string()))?;
     }
     if path.extension().is_some_and(|extension| extension == "lua") {
-        read_lua(path, bytes, admission)
+        read_lua(path, bytes, sidecar, admission)
     } else {
         admit_component(&bytes, admission)
     }
 }
 
-fn read_lua(path: &Path, script: Vec<u8>, admission: &Admission<'_>) -> Result<Source, Refusal> {
+fn read_lua(
+    path: &Path,
+    script: Vec<u8>,
+    sidecar: Sidecar,
+    admission: &Admission<'_>,
+) -> Result<Source, Refusal> {
     if admission.trust.unsigned == UnsignedPolicy::Refuse {
         return Err(refuse(
             DiagnosticKind::SignatureMissing,
@@ -115,8 +135,11 @@ fn read_lua(path: &Path, script: Vec<u8>, admission: &Admission<'_>) -> Result<S
              (pack it with `toolcell pack`, then `toolcell sign` the .wasm)",
         ));
     }
-    let sidecar = manifest::read_sidecar(path)
-        .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?;
+    let sidecar = match sidecar {
+        Sidecar::Unknown => manifest::read_sidecar(path)
+            .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?,
+        Sidecar::NotListed => None,
+    };
     if let Some(sidecar) = &sidecar {
         admission
             .pins

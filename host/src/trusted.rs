@@ -13,6 +13,7 @@
 //! - a trusted path inside the root is out of plugins' reach: [`crate::files::FileRoot`]
 //!   refuses to read or write it (and the builder does not use a cache that lies there).
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// One path the host trusts.
@@ -80,7 +81,7 @@ impl TrustedPaths {
     pub fn enclosing(&self, root: &Path) -> Option<&TrustedPath> {
         self.paths
             .iter()
-            .find(|trusted| root.starts_with(&trusted.resolved))
+            .find(|trusted| relative_to(root, &trusted.resolved).is_some())
     }
 
     /// The trusted paths inside `root` (resolved), each relative to it.
@@ -88,7 +89,7 @@ impl TrustedPaths {
         self.paths
             .iter()
             .filter_map(|trusted| {
-                let relative = trusted.resolved.strip_prefix(root).ok()?;
+                let relative = relative_to(&trusted.resolved, root)?;
                 Some(Inside {
                     trusted: trusted.clone(),
                     relative: relative.to_path_buf(),
@@ -99,11 +100,13 @@ impl TrustedPaths {
 }
 
 /// Paths made absolute, with every symlink of their existing part resolved and the part
-/// that does not exist yet (which holds no symlink) kept as written. Every path resolved
-/// is remembered: one build compares the same few directories several times (the
-/// cache, the root, the current and home directories), and a path that does not exist
-/// yet is resolved from its parent, which usually was resolved just before (the result
-/// store in the cache), with one `lstat`.
+/// that does not exist yet (which holds no symlink) kept as written. What one build
+/// resolved is remembered for the rest of it: the build compares the same few
+/// directories several times (the cache, the root, the current and home directories),
+/// a path that does not exist yet is resolved from its parent, which usually was
+/// resolved just before (the result store in the cache), with one `readlink`, and a
+/// directory on the way to a path that resolved to itself (the home directory, on the
+/// way to the default cache) is known to resolve to itself too.
 #[derive(Debug, Clone, Default)]
 pub struct ResolvedPaths {
     /// The current directory, once asked for.
@@ -138,62 +141,105 @@ impl ResolvedPaths {
         Ok(cwd)
     }
 
-    /// What `path` (absolute) resolved to, if it was resolved before.
-    fn known(&self, path: &Path) -> Option<&PathBuf> {
-        self.resolved
+    /// What `path` (absolute) resolves to, if that is known without asking the system:
+    /// it was resolved before, or it leads to a path that resolved to itself. Such a
+    /// path has no symlink, `.` or `..` on its way (a symlink would have been replaced
+    /// by its target, which cannot lead through the symlink), so every directory on
+    /// the way resolves to itself as well.
+    fn known(&self, path: &Path) -> Option<PathBuf> {
+        if let Some((_, resolved)) = self
+            .resolved
             .iter()
             .find(|(given, _)| given.as_os_str() == path.as_os_str())
-            .map(|(_, resolved)| resolved)
+        {
+            return Some(resolved.clone());
+        }
+        let on_the_way = is_plain(path)
+            && self.resolved.iter().any(|(given, resolved)| {
+                given.as_os_str() == resolved.as_os_str() && relative_to(resolved, path).is_some()
+            });
+        on_the_way.then(|| path.to_path_buf())
     }
 
-    /// `path` (absolute) resolved: by the system when its parent was not resolved
-    /// before, else (or when the system cannot, as part of it does not exist) from its
-    /// parent.
+    /// `path` (absolute) resolved: from its parent when the parent's resolution is
+    /// known, else by the system, else (part of it does not exist) from its parent.
     fn resolve_absolute(&mut self, path: &Path) -> PathBuf {
         if let Some(resolved) = self.known(path) {
-            return resolved.clone();
+            return resolved;
         }
-        let parent_known = path
-            .parent()
-            .is_some_and(|parent| self.known(parent).is_some());
-        let resolved = if parent_known {
-            self.resolve_from_parent(path)
-        } else {
-            match path.canonicalize() {
-                Ok(resolved) => resolved,
-                Err(_) => self.resolve_from_parent(path),
-            }
+        let resolved = match path.parent() {
+            // The filesystem root.
+            None => path.to_path_buf(),
+            Some(parent) => match self.known(parent) {
+                Some(parent) => resolve_name(parent, path),
+                None => match path.canonicalize() {
+                    Ok(resolved) => resolved,
+                    Err(_) => {
+                        let parent = self.resolve_absolute(parent);
+                        resolve_name(parent, path)
+                    }
+                },
+            },
         };
         self.resolved.push((path.to_path_buf(), resolved.clone()));
         resolved
     }
+}
 
-    /// `path` (absolute) resolved from its parent's resolution: `..` goes up from
-    /// there, as the kernel does; a name that is a symlink is followed to the end of its
-    /// chain; any other name, or one that does not exist, is appended as written.
-    fn resolve_from_parent(&mut self, path: &Path) -> PathBuf {
-        let Some(parent) = path.parent() else {
-            // The filesystem root.
-            return path.to_path_buf();
-        };
-        let mut resolved = self.resolve_absolute(parent);
-        match path.components().next_back() {
-            Some(Component::ParentDir) => {
-                resolved.pop();
-            }
-            Some(Component::Normal(name)) => {
-                resolved.push(name);
-                let is_symlink = std::fs::symlink_metadata(&resolved)
-                    .is_ok_and(|metadata| metadata.file_type().is_symlink());
-                // A dangling symlink stays as written: what it names does not exist.
-                if is_symlink && let Ok(target) = resolved.canonicalize() {
-                    resolved = target;
-                }
-            }
-            _ => {}
-        }
-        resolved
+/// Whether `path` (absolute) is written as a resolved path is: no `.` or `..`, no
+/// repeated or trailing `/`.
+fn is_plain(path: &Path) -> bool {
+    match path.as_os_str().as_bytes() {
+        b"/" => true,
+        [b'/', rest @ ..] => rest
+            .split(|&byte| byte == b'/')
+            .all(|name| !matches!(name, b"" | b"." | b"..")),
+        _ => false,
     }
+}
+
+/// `path` (absolute) resolved, given `parent`, its parent resolved: `..` goes up from
+/// there, as the kernel does; a name that is a symlink is followed to the end of its
+/// chain; any other name, or one that does not exist, is appended as written.
+fn resolve_name(mut parent: PathBuf, path: &Path) -> PathBuf {
+    match path.components().next_back() {
+        Some(Component::ParentDir) => {
+            parent.pop();
+        }
+        Some(Component::Normal(name)) => {
+            parent.push(name);
+            // `readlink` fails on anything but a symlink (and on what does not exist);
+            // a dangling symlink stays as written: what it names does not exist.
+            if std::fs::read_link(&parent).is_ok()
+                && let Ok(target) = parent.canonicalize()
+            {
+                parent = target;
+            }
+        }
+        _ => {}
+    }
+    parent
+}
+
+/// `path` relative to `base`, if it is `base` or lies inside it; both resolved (see
+/// [`ResolvedPaths`]). Resolved absolute paths hold no `.`, `..`, repeated or trailing
+/// `/`, so comparing their bytes compares their components.
+pub fn relative_to<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> {
+    if !path.is_absolute() || !base.is_absolute() {
+        // Left relative: the current directory could not be read.
+        return path.strip_prefix(base).ok();
+    }
+    let (path_bytes, base_bytes) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+    let rest = path_bytes.strip_prefix(base_bytes)?;
+    let rest = if base_bytes.ends_with(b"/") {
+        // `base` is the filesystem root.
+        rest
+    } else if rest.is_empty() {
+        rest
+    } else {
+        rest.strip_prefix(b"/")?
+    };
+    Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
 }
 
 #[cfg(test)]
@@ -247,6 +293,48 @@ mod tests {
             assert_eq!(resolved.resolve(&path), system, "{}", path.display());
             assert_eq!(ResolvedPaths::default().resolve(&path), system);
         }
+    }
+
+    #[test]
+    fn directories_on_the_way_to_a_resolved_path_resolve_as_the_system_says() {
+        let base = tempfile::TempDir::new().expect("temp dir");
+        let base = base.path().canonicalize().expect("canonical");
+        let real = base.join("real");
+        std::fs::create_dir_all(real.join("sub/deeper")).expect("real");
+        std::os::unix::fs::symlink(real.join("sub"), base.join("link")).expect("symlink");
+
+        let mut resolved = ResolvedPaths::default();
+        let deep = real.join("sub/deeper");
+        assert_eq!(resolved.resolve(&deep), deep);
+        for path in [real.join("sub"), real.clone(), base.clone()] {
+            assert_eq!(resolved.resolve(&path), path, "{}", path.display());
+        }
+        // Not on the way, or not written as a resolved path: resolved as usual.
+        assert_eq!(resolved.resolve(&base.join("link")), real.join("sub"));
+        assert_eq!(resolved.resolve(&base.join("link/deeper")), deep);
+        let trailing = PathBuf::from(format!("{}/", real.display()));
+        assert_eq!(resolved.resolve(&trailing), real);
+        assert_eq!(resolved.resolve(&real.join("sub/..")), real);
+        assert_eq!(resolved.resolve(&real.join("su")), real.join("su"));
+        assert!(!is_plain(Path::new("/a/./b")) && !is_plain(Path::new("/a//b")));
+        assert!(is_plain(Path::new("/")) && is_plain(Path::new("/a/.b")));
+    }
+
+    #[test]
+    fn relative_to_compares_whole_names() {
+        let within = |path: &str, base: &str| {
+            relative_to(Path::new(path), Path::new(base)).map(|rest| rest.to_path_buf())
+        };
+        assert_eq!(within("/a/b/c", "/a/b"), Some(PathBuf::from("c")));
+        assert_eq!(within("/a/b", "/a/b"), Some(PathBuf::new()));
+        assert_eq!(within("/a/b", "/"), Some(PathBuf::from("a/b")));
+        assert_eq!(within("/", "/"), Some(PathBuf::new()));
+        assert_eq!(within("/a/bc", "/a/b"), None);
+        assert_eq!(within("/a", "/a/b"), None);
+        assert_eq!(within("/x/b", "/a/b"), None);
+        // Relative (the current directory could not be read): by components.
+        assert_eq!(within("a/b", "a"), Some(PathBuf::from("b")));
+        assert_eq!(within("ab", "a"), None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
 use crate::stats::Meters;
-use crate::trusted::TrustedPaths;
+use crate::trusted::{TrustedPaths, relative_to};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
@@ -290,7 +290,7 @@ impl RuntimeBuilder {
             Some(store) => Ok(Arc::new(store)),
             None => Err("no result store is set".into()),
         };
-        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files, &mut trusted)?;
+        let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files, &mut trusted);
         let files = dirs.discover()?;
         let debug_log = match &self.debug_log {
             Some(path) => {
@@ -304,7 +304,7 @@ impl RuntimeBuilder {
         let file_root = open_root(root, &mut trusted)?;
         let mut cache = engine.cache().clone();
         if let (Files::Root(root), Some(dir)) = (&file_root, cache.dir())
-            && trusted.resolve(dir).starts_with(root.path())
+            && relative_to(&trusted.resolve(dir), root.path()).is_some()
         {
             tracing::warn!(
                 "not using the compiled-code cache {}: it lies inside the file root {}, \
@@ -492,7 +492,7 @@ fn default_root_refusal(cwd: &Path, home: Option<&Path>) -> Option<String> {
     let home = home?;
     if cwd == home {
         Some("is your home directory".to_string())
-    } else if home.starts_with(cwd) {
+    } else if relative_to(home, cwd).is_some() {
         Some(format!("contains your home directory {}", home.display()))
     } else {
         None

@@ -106,10 +106,19 @@ impl Loader {
 
     async fn load(&self, file: &PluginFile) -> LoadReport {
         let read = match read_small(&file.path) {
-            Some(bytes) => Ok(source::admit(&file.path, bytes, &self.policy.admission())),
+            Some(bytes) => Ok(source::admit(
+                &file.path,
+                bytes,
+                file.sidecar,
+                &self.policy.admission(),
+            )),
             None => {
-                let (path, policy) = (file.path.clone(), self.policy.clone());
-                tokio::task::spawn_blocking(move || source::read(&path, &policy.admission())).await
+                let (path, sidecar, policy) =
+                    (file.path.clone(), file.sidecar, self.policy.clone());
+                tokio::task::spawn_blocking(move || {
+                    source::read(&path, sidecar, &policy.admission())
+                })
+                .await
             }
         };
         let source = match read {

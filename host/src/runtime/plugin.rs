@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use crate::output::{self, OutputLimits};
 use crate::sandbox::PluginHandle;
 use crate::schema;
 use crate::schema_budget::{OverBudget, Spending};
-use crate::source::Refusal;
+use crate::source::{Refusal, Sidecar};
 use crate::trusted::TrustedPaths;
 use crate::validation::{SchemaValidator, ValidatorCompiler};
 
@@ -38,45 +39,63 @@ pub(super) struct PluginDirs {
 }
 
 impl PluginDirs {
-    /// Checks that every directory and file exists (the user's mistake otherwise). The
-    /// directories are resolved with `resolved`, which the build compared them with the
-    /// file root through.
+    /// Where plugins come from, the directories resolved with `resolved`, which the
+    /// build compared them with the file root through. That each exists is checked by
+    /// [`PluginDirs::discover`], which opens them.
     pub fn new(
         given: Vec<PathBuf>,
         files: Vec<PathBuf>,
         resolved: &mut TrustedPaths,
-    ) -> Result<PluginDirs, BuildError> {
-        let mut canonical = Vec::with_capacity(given.len());
-        for dir in &given {
-            if !dir.is_dir() {
-                return Err(BuildError::MissingDirectory(dir.clone()));
-            }
-            canonical.push(resolved.resolve(dir));
-        }
-        if let Some(missing) = files.iter().find(|file| !file.is_file()) {
-            return Err(BuildError::MissingFile(missing.clone()));
-        }
-        Ok(PluginDirs {
+    ) -> PluginDirs {
+        let canonical = given.iter().map(|dir| resolved.resolve(dir)).collect();
+        PluginDirs {
             given,
             canonical,
             files,
-        })
+        }
     }
 
     /// The plugin files: `*.lua` and `*.wasm`, each directory in file-name order, then
-    /// the single files in the order given.
+    /// the single files in the order given. A directory or file that does not exist is
+    /// the user's mistake.
     pub fn discover(&self) -> Result<Vec<PluginFile>, BuildError> {
         let mut found = Vec::new();
         for (dir_index, dir) in self.given.iter().enumerate() {
-            let entries = std::fs::read_dir(dir)
-                .map_err(|error| BuildError::UnreadableDirectory(dir.clone(), error))?;
-            let mut in_dir: Vec<PluginFile> = entries
-                .filter_map(Result::ok)
-                .filter(|entry| is_plugin_file(Path::new(&entry.file_name())) && is_file(entry))
-                .filter_map(|entry| PluginFile::new(dir_index, entry.path()))
-                .collect();
+            // Opened without a `stat` first: opening fails on what is not a directory.
+            let entries = std::fs::read_dir(dir).map_err(|error| {
+                if dir.is_dir() {
+                    BuildError::UnreadableDirectory(dir.clone(), error)
+                } else {
+                    BuildError::MissingDirectory(dir.clone())
+                }
+            })?;
+            let mut in_dir = Vec::new();
+            // The `NAME.lua` of every `NAME.lua.toml` listed (whatever its type: a
+            // sidecar that is a symlink, or not a file, is the loader's to report).
+            let mut sidecars = Vec::new();
+            for entry in entries.filter_map(Result::ok) {
+                let name = entry.file_name();
+                if let Some(plugin) = sidecar_of(&name) {
+                    sidecars.push(case_folded(plugin));
+                } else if is_plugin_file(Path::new(&name)) && is_file(&entry) {
+                    in_dir.extend(PluginFile::new(dir_index, entry.path()));
+                }
+            }
+            // Compared without case: on a case-insensitive filesystem `Hello.lua.toml`
+            // is the sidecar of `hello.lua`; where case matters, the loader looks and
+            // finds none, as it would have without the listing.
+            sidecars.sort_unstable();
+            for file in &mut in_dir {
+                if sidecars.is_empty() || sidecars.binary_search(&case_folded(&file.name)).is_err()
+                {
+                    file.sidecar = Sidecar::NotListed;
+                }
+            }
             in_dir.sort_by(|a, b| a.name.cmp(&b.name));
             found.extend(in_dir);
+        }
+        if let Some(missing) = self.files.iter().find(|file| !file.is_file()) {
+            return Err(BuildError::MissingFile(missing.clone()));
         }
         let after_dirs = self.given.len();
         found.extend(
@@ -118,6 +137,16 @@ fn is_file(entry: &std::fs::DirEntry) -> bool {
     }
 }
 
+/// `NAME.lua` when `name` is `NAME.lua.toml`, the sidecar manifest of a Lua plugin.
+fn sidecar_of(name: &OsStr) -> Option<&OsStr> {
+    let plugin = name.as_bytes().strip_suffix(b".toml")?;
+    plugin.ends_with(b".lua").then(|| OsStr::from_bytes(plugin))
+}
+
+fn case_folded(name: &OsStr) -> String {
+    name.to_string_lossy().to_lowercase()
+}
+
 fn is_plugin_file(path: &Path) -> bool {
     path.extension()
         .is_some_and(|extension| extension == "lua" || extension == "wasm")
@@ -130,12 +159,19 @@ pub(super) struct PluginFile {
     dir: usize,
     name: OsString,
     pub path: PathBuf,
+    /// What discovery saw of its sidecar manifest.
+    pub sidecar: Sidecar,
 }
 
 impl PluginFile {
     fn new(dir: usize, path: PathBuf) -> Option<PluginFile> {
         let name = path.file_name()?.to_os_string();
-        Some(PluginFile { dir, name, path })
+        Some(PluginFile {
+            dir,
+            name,
+            path,
+            sidecar: Sidecar::Unknown,
+        })
     }
 
     pub fn order(&self) -> (usize, &OsStr) {
@@ -491,8 +527,7 @@ mod tests {
         std::fs::create_dir(dir.join("e.wasm")).expect("a directory named e.wasm");
         std::fs::write(dir.join("a.lua.toml"), "").expect("a sidecar");
         std::fs::write(dir.join("notes.txt"), "").expect("notes");
-        let dirs = PluginDirs::new(vec![dir], Vec::new(), &mut TrustedPaths::default())
-            .expect("plugin dirs");
+        let dirs = PluginDirs::new(vec![dir], Vec::new(), &mut TrustedPaths::default());
         let found: Vec<String> = dirs
             .discover()
             .expect("discover")
@@ -500,5 +535,85 @@ mod tests {
             .map(PluginFile::display_name)
             .collect();
         assert_eq!(found, ["a.lua", "b.lua"]);
+    }
+
+    /// A `.lua` found in a directory whose listing has no sidecar for it is loaded
+    /// without looking for one; with one listed (a file, a symlink, even a dangling one,
+    /// or a name differing in case, which a case-insensitive filesystem would match) the
+    /// loader looks, as it does for a plugin file given by name.
+    #[test]
+    fn discovery_says_which_plugins_have_no_sidecar_listed() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let dir = base.path().join("plugins");
+        std::fs::create_dir(&dir).expect("dir");
+        for name in [
+            "plain.lua",
+            "file.lua",
+            "link.lua",
+            "dangling.lua",
+            "case.lua",
+        ] {
+            std::fs::write(dir.join(name), "").expect("plugin");
+        }
+        std::fs::write(dir.join("file.lua.toml"), "").expect("sidecar");
+        std::fs::write(base.path().join("real.toml"), "").expect("sidecar target");
+        symlink(base.path().join("real.toml"), dir.join("link.lua.toml")).expect("symlink");
+        symlink(base.path().join("missing"), dir.join("dangling.lua.toml")).expect("dangling");
+        std::fs::write(dir.join("CASE.lua.toml"), "").expect("sidecar in upper case");
+        std::fs::write(dir.join("orphan.lua.toml"), "").expect("sidecar of no plugin");
+        std::fs::write(base.path().join("single.lua"), "").expect("single file");
+        let dirs = PluginDirs::new(
+            vec![dir],
+            vec![base.path().join("single.lua")],
+            &mut TrustedPaths::default(),
+        );
+        let found: Vec<(String, Sidecar)> = dirs
+            .discover()
+            .expect("discover")
+            .iter()
+            .map(|file| (file.display_name(), file.sidecar))
+            .collect();
+        let expected = [
+            ("case.lua", Sidecar::Unknown),
+            ("dangling.lua", Sidecar::Unknown),
+            ("file.lua", Sidecar::Unknown),
+            ("link.lua", Sidecar::Unknown),
+            ("plain.lua", Sidecar::NotListed),
+            ("single.lua", Sidecar::Unknown),
+        ]
+        .map(|(name, sidecar)| (name.to_string(), sidecar));
+        assert_eq!(found, expected);
+    }
+
+    /// A missing directory or file is the user's mistake, named in the error, whether
+    /// it does not exist or is not a directory (resp. a file).
+    #[test]
+    fn discovery_reports_missing_directories_and_files() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let file = base.path().join("plugin.lua");
+        std::fs::write(&file, "").expect("plugin");
+        let discover = |dirs: Vec<PathBuf>, files: Vec<PathBuf>| {
+            PluginDirs::new(dirs, files, &mut TrustedPaths::default()).discover()
+        };
+        let missing = base.path().join("missing");
+        assert!(matches!(
+            discover(vec![missing.clone()], Vec::new()),
+            Err(BuildError::MissingDirectory(dir)) if dir == missing
+        ));
+        assert!(matches!(
+            discover(vec![file.clone()], Vec::new()),
+            Err(BuildError::MissingDirectory(dir)) if dir == file
+        ));
+        // Directories are checked before files, in the order given.
+        assert!(matches!(
+            discover(vec![missing.clone()], vec![missing.clone()]),
+            Err(BuildError::MissingDirectory(_))
+        ));
+        assert!(matches!(
+            discover(vec![base.path().to_path_buf()], vec![base.path().to_path_buf()]),
+            Err(BuildError::MissingFile(path)) if path == base.path()
+        ));
+        let found = discover(Vec::new(), vec![file]).expect("a plugin file");
+        assert_eq!(found.len(), 1);
     }
 }
