@@ -27,19 +27,21 @@ const FUEL_YIELD_INTERVAL: u64 = 50_000_000;
 /// A component linked against the host, ready to instantiate many times.
 #[derive(Clone)]
 pub struct PluginPre {
-    world: WorldPre,
+    pre: InstancePre<StoreState>,
+    world: WorldExports,
     /// The Lua runtime's `lua-memory` export (`world lua-runtime`); other plugins,
     /// and Lua runtimes built before it existed, have none.
     lua_memory: Option<ComponentExportIndex>,
 }
 
-/// The component, by the world it was built for.
+/// Where the guest's exports are in the component, by the world it was built for:
+/// looked up by name once, so an instance finds them by index.
 #[derive(Clone)]
-enum WorldPre {
+enum WorldExports {
     /// A plugin of the current world.
-    Current(bindings::PluginPre<StoreState>),
+    Current(bindings::PluginIndices),
     /// A plugin built for `toolcell:plugin@0.1.x`.
-    V0_1(v0_1::PluginPre<StoreState>),
+    V0_1(v0_1::PluginIndices),
 }
 
 /// The signature of `lua-memory`.
@@ -78,18 +80,19 @@ impl PluginPre {
             .any(|(name, _)| name.starts_with("toolcell:plugin/guest@0.1."));
         let lua_memory = pre.component().get_export_index(None, LUA_MEMORY);
         let world = if v0_1 {
-            WorldPre::V0_1(v0_1::PluginPre::new(pre)?)
+            WorldExports::V0_1(v0_1::PluginIndices::new(&pre)?)
         } else {
-            WorldPre::Current(bindings::PluginPre::new(pre)?)
+            WorldExports::Current(bindings::PluginIndices::new(&pre)?)
         };
-        Ok(PluginPre { world, lua_memory })
+        Ok(PluginPre {
+            pre,
+            world,
+            lua_memory,
+        })
     }
 
     fn engine(&self) -> &wasmtime::Engine {
-        match &self.world {
-            WorldPre::Current(pre) => pre.engine(),
-            WorldPre::V0_1(pre) => pre.engine(),
-        }
+        self.pre.engine()
     }
 
     /// An instance's exports: the guest's, and `lua-memory` when it has it.
@@ -97,14 +100,10 @@ impl PluginPre {
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<(Guest, Option<LuaMemoryFunc>)> {
-        let instance_pre = match &self.world {
-            WorldPre::Current(pre) => pre.instance_pre(),
-            WorldPre::V0_1(pre) => pre.instance_pre(),
-        };
-        let instance = instance_pre.instantiate_async(&mut *store).await?;
+        let instance = self.pre.instantiate_async(&mut *store).await?;
         let guest = match &self.world {
-            WorldPre::Current(_) => Guest::Current(bindings::Plugin::new(&mut *store, &instance)?),
-            WorldPre::V0_1(_) => Guest::V0_1(v0_1::Plugin::new(&mut *store, &instance)?),
+            WorldExports::Current(indices) => Guest::Current(indices.load(&mut *store, &instance)?),
+            WorldExports::V0_1(indices) => Guest::V0_1(indices.load(&mut *store, &instance)?),
         };
         let lua_memory = self
             .lua_memory
