@@ -7,11 +7,11 @@
 //!
 //! [`Runtime::stats`]: crate::Runtime::stats
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::fast_map::FastMap;
 use crate::outcome::CallOutcome;
 
 /// Every outcome label a call is counted under, in a fixed order: the labels of
@@ -129,7 +129,7 @@ impl ToolMeter {
 #[derive(Debug, Default)]
 pub(crate) struct Meters {
     tools: Mutex<Vec<(String, String, Arc<ToolMeter>)>>,
-    index: Mutex<HashMap<(String, String), usize>>,
+    index: Mutex<FastMap<(String, String), usize>>,
 }
 
 impl Meters {

@@ -82,7 +82,8 @@ pub(crate) struct Gate {
 impl Policy {
     /// The gate of `tool` of `plugin`.
     pub fn gate(&self, tool: &ToolInfo, plugin: &PluginInfo) -> Gate {
-        let path = format!("{}/{}", plugin.manifest.id, tool.name);
+        // `PLUGIN-ID/TOOL`, made when the tool was checked.
+        let path = tool.path.clone();
         let facts = ToolFacts {
             name: &tool.name,
             path: &path,

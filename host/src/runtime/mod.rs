@@ -34,6 +34,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::envelope::{Envelope, OutputPolicy};
+use crate::fast_map::FastMap;
 use crate::outcome::CallOutcome;
 use crate::output::{self, Kept, OutputLimits};
 use crate::plugin_info::PluginInfo;
@@ -366,7 +367,12 @@ impl Runtime {
         self.gates.clear();
         self.unavailable.clear();
         self.diagnostics.clear();
-        let mut ids: HashMap<&str, &Path> = HashMap::new();
+        let tools = self.plugins.iter().map(|plugin| plugin.tools.len()).sum();
+        self.infos.reserve(self.plugins.len());
+        self.tools.reserve(tools);
+        self.entries.reserve(tools);
+        self.gates.reserve(tools);
+        let mut ids: FastMap<&str, &Path> = FastMap::default();
         for plugin in &self.plugins {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
             let Some(info) = &plugin.info else {

@@ -2,7 +2,6 @@
 //! sandbox, its manifest, and each tool it registered, checked and ready to call (or
 //! rejected with the reason).
 
-use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -11,6 +10,7 @@ use std::time::Duration;
 
 use crate::bindings::ToolSpec;
 use crate::config::Config;
+use crate::fast_map::FastSet;
 use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
 use crate::names;
 use crate::output::{self, OutputLimits};
@@ -319,7 +319,7 @@ impl PluginEntry {
             display: &display,
             plugin: &manifest.id,
             config,
-            own: HashSet::new(),
+            own: FastSet::default(),
             compiler: ValidatorCompiler::new(grants.limits().schemas.pattern_bytes),
             spending: Spending::new(grants.limits().schemas.clone()),
             warnings: Vec::new(),
@@ -352,7 +352,7 @@ struct ToolChecks<'a> {
     plugin: &'a str,
     config: &'a Config,
     /// The names registered so far.
-    own: HashSet<String>,
+    own: FastSet<String>,
     compiler: ValidatorCompiler,
     spending: Spending,
     /// What looked odd but did not stop a tool (a description cut).
