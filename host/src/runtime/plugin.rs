@@ -3,10 +3,13 @@
 //! rejected with the reason).
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+use rustix::fs::RawDir;
 
 use crate::bindings::ToolSpec;
 use crate::config::Config;
@@ -61,24 +64,26 @@ impl PluginDirs {
     pub fn discover(&self) -> Result<Vec<PluginFile>, BuildError> {
         let mut found = Vec::new();
         for (dir_index, dir) in self.given.iter().enumerate() {
-            // Opened without a `stat` first: opening fails on what is not a directory.
-            let entries = std::fs::read_dir(dir).map_err(|error| {
-                if dir.is_dir() {
-                    BuildError::UnreadableDirectory(dir.clone(), error)
-                } else {
-                    BuildError::MissingDirectory(dir.clone())
-                }
-            })?;
+            let fd = open_dir(dir)?;
+            let mut buffer = Vec::with_capacity(LISTING_BUFFER_BYTES);
+            let mut entries = RawDir::new(fd, buffer.spare_capacity_mut());
             let mut in_dir = Vec::new();
             // The `NAME.lua` of every `NAME.lua.toml` listed (whatever its type: a
             // sidecar that is a symlink, or not a file, is the loader's to report).
             let mut sidecars = Vec::new();
-            for entry in entries.filter_map(Result::ok) {
-                let name = entry.file_name();
-                if let Some(plugin) = sidecar_of(&name) {
+            // A read error ends the listing, as it does `std::fs::read_dir`'s.
+            while let Some(Ok(entry)) = entries.next() {
+                let name = OsStr::from_bytes(entry.file_name().to_bytes());
+                if name == "." || name == ".." {
+                    continue;
+                }
+                if let Some(plugin) = sidecar_of(name) {
                     sidecars.push(case_folded(plugin));
-                } else if is_plugin_file(Path::new(&name)) && is_file(&entry) {
-                    in_dir.extend(PluginFile::new(dir_index, entry.path()));
+                } else if is_plugin_file(Path::new(name)) {
+                    let path = dir.join(name);
+                    if is_file(&path, entry.file_type()) {
+                        in_dir.extend(PluginFile::new(dir_index, path));
+                    }
                 }
             }
             // Compared without case: on a case-insensitive filesystem `Hello.lua.toml`
@@ -127,13 +132,37 @@ impl PluginDirs {
     }
 }
 
-/// Whether a directory entry is a regular file, or a symlink to one. The entry's type
-/// comes with the directory listing, so only a symlink costs a `stat`.
-fn is_file(entry: &std::fs::DirEntry) -> bool {
-    match entry.file_type() {
-        Ok(kind) if kind.is_symlink() => entry.path().is_file(),
-        Ok(kind) => kind.is_file(),
-        Err(_) => entry.path().is_file(),
+/// The buffer a plugin directory is listed through: a few hundred entries per system
+/// call, and room for the longest name (255 bytes) many times over.
+const LISTING_BUFFER_BYTES: usize = 8 * 1024;
+
+/// Plugin directory `dir`, opened to be listed. Opened directly, without a `stat`
+/// first (opening fails on what is not a directory) and without the C library's
+/// `opendir`, which asks for the directory's `stat` as well; when opening fails, the
+/// `stat` tells a missing directory from an unreadable one.
+fn open_dir(dir: &Path) -> Result<OwnedFd, BuildError> {
+    use rustix::fs::{Mode, OFlags};
+
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    rustix::fs::open(dir, flags, Mode::empty()).map_err(|errno| {
+        if dir.is_dir() {
+            BuildError::UnreadableDirectory(dir.to_path_buf(), errno.into())
+        } else {
+            BuildError::MissingDirectory(dir.to_path_buf())
+        }
+    })
+}
+
+/// Whether the directory entry `path`, of type `kind` as the listing gave it, is a
+/// regular file or a symlink to one: only a symlink (or an entry whose type the
+/// filesystem does not report) costs a `stat`.
+fn is_file(path: &Path, kind: rustix::fs::FileType) -> bool {
+    use rustix::fs::FileType;
+
+    match kind {
+        FileType::RegularFile => true,
+        FileType::Symlink | FileType::Unknown => path.is_file(),
+        _ => false,
     }
 }
 
