@@ -23,8 +23,9 @@ pub type CallId = u64;
 /// Host-chosen identifier of an asynchronous operation.
 pub type OpId = u64;
 
-/// Hashes host-chosen ids (sequential integers) with one multiplication: SipHash's
-/// protection against chosen keys buys nothing here and costs on every step.
+/// Hashes host-chosen ids (sequential integers) with one multiplication, and the
+/// plugin's own tool names a byte at a time: SipHash's protection against chosen keys
+/// buys nothing here and costs on every step.
 #[derive(Default)]
 pub struct IdHasher(u64);
 
@@ -275,6 +276,7 @@ fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
 
 /// The main coroutine ended: the call ends with it.
 fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
+    let returned = matches!(finish, Finish::Returned(_));
     let verdict = with(|scheduler| {
         let call = scheduler
             .calls
@@ -316,7 +318,7 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
         })
     });
     let verdict = verdict.unwrap_or_else(|error| failed(&error));
-    end_call(id, verdict)
+    end_call_reusing(id, verdict, returned)
 }
 
 /// How a call ends when `error` ended its main coroutine: out of memory (the host
@@ -407,10 +409,14 @@ pub fn cancel(id: CallId) {
 /// Forgets a call and returns `state`. Its coroutines are abandoned (the host aborts
 /// their pending operations when it sees the call end).
 fn end_call(id: CallId, state: CallState) -> CallState {
+    end_call_reusing(id, state, false)
+}
+
+/// [`end_call`], keeping the call's main coroutine for a later call when `returned`:
+/// its `invoke` returned normally, so the coroutine is finished and can be reset.
+fn end_call_reusing(id: CallId, state: CallState, returned: bool) -> CallState {
     let removed = with(|scheduler| Ok(scheduler.calls.remove(&id)));
-    if let Ok(Some(Call { main, .. })) = removed
-        && main.status() == ThreadStatus::Finished
-    {
+    if returned && let Ok(Some(Call { main, .. })) = removed {
         // The rest of the call (and with it the references to its other coroutines)
         // is dropped when this returns, outside the borrow, where finalizers may run.
         let _ = with(|scheduler| {
