@@ -2,6 +2,7 @@
 //! and through the prelude sleep/spawn/tasks), `http`, `json`, and the `ctx` object
 //! every invocation receives.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
@@ -35,14 +36,34 @@ pub struct Registry {
     pub config_matched: bool,
 }
 
-impl Registry {
-    /// The `invoke` function of a tool.
-    pub fn invoke(&self, name: &str) -> Option<Function> {
-        self.by_name
+thread_local! {
+    /// The plugin's tools (an instance runs one plugin, on one thread): a thread-local
+    /// is a few instructions on every call, Lua's app data a map lookup.
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// Runs `f` on the plugin's registry, or fails when it is already borrowed (which
+/// only code running inside a registry operation could cause).
+pub fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> mlua::Result<R> {
+    REGISTRY.with(|registry| {
+        let mut registry = registry
+            .try_borrow_mut()
+            .map_err(|_| mlua::Error::runtime("the tool registry is busy"))?;
+        Ok(f(&mut registry))
+    })
+}
+
+/// The `invoke` function of a tool.
+pub fn invoke(name: &str) -> Option<Function> {
+    with_registry(|registry| {
+        registry
+            .by_name
             .get(name)
-            .and_then(|&index| self.invokes.get(index))
+            .and_then(|&index| registry.invokes.get(index))
             .cloned()
-    }
+    })
+    .ok()
+    .flatten()
 }
 
 /// Installs every global of the plugin API. Nothing here depends on which plugin will
@@ -82,10 +103,12 @@ fn install_clm(lua: &Lua) -> mlua::Result<()> {
 /// Tells the prepared API which plugin it serves: the registry of its tools, and
 /// `clm.config` filled from the user's configuration under the plugin's name.
 pub fn configure(lua: &Lua, plugin_name: &str) -> mlua::Result<()> {
-    lua.set_app_data(Registry {
-        loading: true,
-        ..Registry::default()
-    });
+    with_registry(|registry| {
+        *registry = Registry {
+            loading: true,
+            ..Registry::default()
+        }
+    })?;
     adopt_config(lua, plugin_name)
 }
 
@@ -96,10 +119,7 @@ const CONFIG_KEY: &str = "toolcell.config";
 /// (the plugin's name, then its tools in registration order) already matched. The
 /// table stays the same object, so a reference taken at load time sees the contents.
 fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
-    let matched = lua
-        .app_data_ref::<Registry>()
-        .is_some_and(|registry| registry.config_matched);
-    if matched {
+    if with_registry(|registry| registry.config_matched)? {
         return Ok(());
     }
     let Some(text) = host::config(key) else {
@@ -113,10 +133,7 @@ fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
         let (name, value) = pair?;
         config.raw_set(name, value)?;
     }
-    if let Some(mut registry) = lua.app_data_mut::<Registry>() {
-        registry.config_matched = true;
-    }
-    Ok(())
+    with_registry(|registry| registry.config_matched = true)
 }
 
 /// `clm.time()`: the wall-clock time in seconds since the Unix epoch, with millisecond
@@ -308,48 +325,45 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
     };
     let no_prompt = flag(|fields| &fields.no_prompt, "no_prompt")?;
     let hidden = flag(|fields| &fields.hidden, "hidden")?;
-    let mut registry = lua
-        .try_app_data_mut::<Registry>()
-        .ok()
-        .flatten()
-        .ok_or_else(|| mlua::Error::runtime("the tool registry is busy"))?;
-    if !registry.loading {
-        return Err(api_error(
-            lua,
-            format!("clm.tool_register('{name}'): tools can only be registered at load time"),
-        ));
-    }
-    if registry.specs.len() >= MAX_TOOLS_PER_PLUGIN {
-        return Err(api_error(
-            lua,
-            format!(
-                "clm.tool_register: a plugin may register at most {MAX_TOOLS_PER_PLUGIN} tools"
-            ),
-        ));
-    }
-    if registry.by_name.contains_key(&name) {
-        return Err(api_error(
-            lua,
-            format!("clm.tool_register: tool '{name}' is already registered"),
-        ));
-    }
-    // The spec stays in Rust memory for the plugin's life: it counts against its limit.
-    let kept = name.len() + description.len() + params_schema.as_ref().map_or(0, String::len);
-    copies::keep(lua, kept)?;
-    let index = registry.specs.len();
-    registry.by_name.insert(name.clone(), index);
-    registry.specs.push(ToolSpec {
-        name: name.clone(),
-        description,
-        params_schema,
-        timeout_ms,
-        no_prompt,
-        hidden,
-        title,
-        output_schema,
-    });
-    registry.invokes.push(invoke);
-    drop(registry);
+    with_registry(|registry| {
+        if !registry.loading {
+            return Err(api_error(
+                lua,
+                format!("clm.tool_register('{name}'): tools can only be registered at load time"),
+            ));
+        }
+        if registry.specs.len() >= MAX_TOOLS_PER_PLUGIN {
+            return Err(api_error(
+                lua,
+                format!(
+                    "clm.tool_register: a plugin may register at most {MAX_TOOLS_PER_PLUGIN} tools"
+                ),
+            ));
+        }
+        if registry.by_name.contains_key(&name) {
+            return Err(api_error(
+                lua,
+                format!("clm.tool_register: tool '{name}' is already registered"),
+            ));
+        }
+        // The spec stays in Rust memory for the plugin's life: it counts against its limit.
+        let kept = name.len() + description.len() + params_schema.as_ref().map_or(0, String::len);
+        copies::keep(lua, kept)?;
+        let index = registry.specs.len();
+        registry.by_name.insert(name.clone(), index);
+        registry.specs.push(ToolSpec {
+            name: name.clone(),
+            description,
+            params_schema,
+            timeout_ms,
+            no_prompt,
+            hidden,
+            title,
+            output_schema,
+        });
+        registry.invokes.push(invoke);
+        Ok(())
+    })??;
     adopt_config(lua, &name)
 }
 

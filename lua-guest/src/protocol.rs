@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use mlua::chunk::ChunkMode;
 use mlua::{Lua, MultiValue, Value};
 
-use crate::api::{self, Registry};
+use crate::api;
 use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
 use crate::bindings::toolcell::plugin::types::{CallState, LoadError, OpOutcome, ToolSpec};
 use crate::errors::type_name;
@@ -176,14 +176,11 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
     if let Err(error) = result {
         return Err(LoadError::Failed(scheduler::failure_text(&error)));
     }
-    let specs = match lua.app_data_mut::<Registry>() {
-        Some(mut registry) => {
-            registry.loading = false;
-            registry.specs.clone()
-        }
-        None => Vec::new(),
-    };
-    Ok(specs)
+    api::with_registry(|registry| {
+        registry.loading = false;
+        registry.specs.clone()
+    })
+    .map_err(|error| LoadError::Failed(errors::message(&error)))
 }
 
 /// Runs `f` with the loaded plugin, or reports that nothing is loaded.
@@ -215,13 +212,8 @@ fn begin_call(
     args_json: &str,
     deadline: u64,
 ) -> Result<(), String> {
-    let registry = lua
-        .app_data_ref::<Registry>()
-        .ok_or("the plugin has no tools")?;
-    let invoke = registry
-        .invoke(tool)
-        .ok_or_else(|| format!("the plugin has no tool named '{tool}'"))?;
-    drop(registry);
+    let invoke =
+        api::invoke(tool).ok_or_else(|| format!("the plugin has no tool named '{tool}'"))?;
     let args = match json::decode(lua, args_json.as_bytes()) {
         Ok(Value::Table(args)) => args,
         Ok(other) => {

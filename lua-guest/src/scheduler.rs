@@ -10,7 +10,6 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use mlua::thread::ThreadStatus;
 use mlua::{Function, Lua, MultiValue, Table, Thread, Value};
 
 use crate::bindings::toolcell::plugin::host;
@@ -263,7 +262,7 @@ fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
             return Ok(end_call(id, CallState::TimedOut));
         }
         let finish = match result {
-            Ok(_) if thread.status() == ThreadStatus::Resumable => continue,
+            Ok(_) if yielded(&thread) => continue,
             Ok(values) => Finish::Returned(values),
             Err(error) => Finish::Raised(error),
         };
@@ -272,6 +271,13 @@ fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
             Strand::Task(index) => task_finished(lua, id, index, finish)?,
         }
     }
+}
+
+/// Whether a coroutine that came back from a resumption without an error yielded
+/// rather than returned: `Thread::status` without its lock and its walk of the stack.
+fn yielded(thread: &Thread) -> bool {
+    // SAFETY: `thread` keeps the coroutine alive, and it is not running.
+    unsafe { mlua::ffi::lua_status(thread.state()) == mlua::ffi::LUA_YIELD }
 }
 
 /// The main coroutine ended: the call ends with it.

@@ -235,7 +235,7 @@ async fn a_ctx_kept_past_its_call_still_reads_its_arguments_but_ends_nothing() {
         clm.tool_register("shape", { invoke = function(args, ctx)
           local ok, err = pcall(ctx.complete, "not a ctx")
           ctx:complete(type(ctx) .. " | " .. tostring(getmetatable(ctx)) .. " | "
-            .. tostring(ctx):sub(1, 5) .. " | " .. tostring(ok) .. " | " .. err)
+            .. tostring(ctx):sub(1, 4) .. " | " .. tostring(ok) .. " | " .. err)
         end })
     "#;
     let fixture = Fixture::new(&[("ctx.lua", plugin)]);
