@@ -113,8 +113,7 @@ impl Receiver {
                     return Receiver(Ok(call));
                 }
             }
-            let kind = CStr::from_ptr(ffi::lua_typename(state, ffi::lua_type(state, index)));
-            Receiver(Err(kind.to_str().unwrap_or("value")))
+            Receiver(Err(type_name_of(state, ffi::lua_type(state, index))))
         }
     }
 
@@ -174,7 +173,7 @@ fn args_raw(lua: &Lua, this: Value) -> mlua::Result<LuaString> {
     })
 }
 
-fn complete(lua: &Lua, (this, result): (Receiver, Value)) -> mlua::Result<()> {
+fn complete(lua: &Lua, (this, result): (Receiver, TextArgument)) -> mlua::Result<()> {
     let call = this.call(lua, "ctx:complete")?;
     let result = string_argument(lua, "ctx:complete", result)?;
     end(lua, call, "ctx:complete", Ending::Completed(result))
@@ -189,7 +188,7 @@ fn complete_json(lua: &Lua, (this, value): (Receiver, Value)) -> mlua::Result<()
     end(lua, call, "ctx:complete_json", Ending::Completed(text))
 }
 
-fn fail(lua: &Lua, (this, message): (Receiver, Value)) -> mlua::Result<()> {
+fn fail(lua: &Lua, (this, message): (Receiver, TextArgument)) -> mlua::Result<()> {
     let call = this.call(lua, "ctx:fail")?;
     let message = string_argument(lua, "ctx:fail", message)?;
     end(lua, call, "ctx:fail", Ending::Failed(message))
@@ -295,19 +294,78 @@ fn completion(lua: &Lua, call: &mut Call, result: String) -> mlua::Result<Ending
     Ok(Ending::Completed(result))
 }
 
-fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
-    let hint = match &value {
-        Value::String(text) => {
-            let bytes = text.as_bytes();
-            watchdog::charge_bytes(bytes.len())?;
-            return Copies::new(lua).text(&bytes);
+/// The string argument of `ctx:complete` and `ctx:fail`. Read in place on the
+/// callback's stack where mlua reads arguments there, so the call makes (and drops) no
+/// Lua reference to its result.
+enum TextArgument {
+    /// A string among the callback's arguments. They stay on its stack, and so alive,
+    /// until the callback returns, and a `TextArgument` never outlives the callback.
+    InPlace(*const u8, usize),
+    /// A string reached through a Lua reference.
+    Held(LuaString),
+    /// Not a string: the Lua type of what was given.
+    Other(&'static str),
+}
+
+impl FromLua for TextArgument {
+    fn from_lua(value: Value, _: &Lua) -> mlua::Result<TextArgument> {
+        Ok(match value {
+            Value::String(text) => TextArgument::Held(text),
+            other => TextArgument::Other(type_name(&other)),
+        })
+    }
+
+    unsafe fn from_stack(index: c_int, lua: &mlua::state::RawLua) -> mlua::Result<TextArgument> {
+        let state = lua.state();
+        // SAFETY: mlua passes an index of the callback's arguments; `lua_tolstring` is
+        // called on a string only, so it converts nothing and cannot raise.
+        unsafe {
+            Ok(match ffi::lua_type(state, index) {
+                ffi::LUA_TSTRING => {
+                    let mut length = 0;
+                    let bytes = ffi::lua_tolstring(state, index, &mut length);
+                    TextArgument::InPlace(bytes.cast(), length)
+                }
+                kind => TextArgument::Other(type_name_of(state, kind)),
+            })
         }
-        Value::Table(_) => " (json.encode(value) turns a table into a JSON string)",
-        Value::Integer(_) | Value::Number(_) | Value::Boolean(_) => " (convert it with tostring)",
+    }
+}
+
+/// The name Lua's `type()` gives the type `kind`.
+///
+/// # Safety
+/// `kind` must be a Lua type tag (`lua_type` of a valid index).
+unsafe fn type_name_of(state: *mut ffi::lua_State, kind: c_int) -> &'static str {
+    // SAFETY: `lua_typename` returns one of Lua's static names.
+    unsafe { CStr::from_ptr(ffi::lua_typename(state, kind)) }
+        .to_str()
+        .unwrap_or("value")
+}
+
+/// The text of a string argument, charged as it is copied; or the error of anything
+/// else, with a hint at how to turn it into a string.
+fn string_argument(lua: &Lua, what: &str, value: TextArgument) -> mlua::Result<String> {
+    let kind = match value {
+        TextArgument::InPlace(bytes, length) => {
+            // SAFETY: see `TextArgument::InPlace`: this runs inside the callback.
+            return copy_text(lua, unsafe { std::slice::from_raw_parts(bytes, length) });
+        }
+        TextArgument::Held(text) => return copy_text(lua, &text.as_bytes()),
+        TextArgument::Other(kind) => kind,
+    };
+    let hint = match kind {
+        "table" => " (json.encode(value) turns a table into a JSON string)",
+        "number" | "boolean" => " (convert it with tostring)",
         _ => "",
     };
     Err(api_error(
         lua,
-        format!("{what} expects a string, got {}{hint}", type_name(&value)),
+        format!("{what} expects a string, got {kind}{hint}"),
     ))
+}
+
+fn copy_text(lua: &Lua, bytes: &[u8]) -> mlua::Result<String> {
+    watchdog::charge_bytes(bytes.len())?;
+    Copies::new(lua).text(bytes)
 }
