@@ -130,19 +130,9 @@ impl Receiver {
 
 impl FromLua for Receiver {
     fn from_lua(value: Value, lua: &Lua) -> mlua::Result<Receiver> {
-        lua.exec_raw_lua(|raw| {
-            // SAFETY: the value is pushed (from its reference: no allocation, after the
-            // stack was grown), read in place, and popped.
-            unsafe {
-                let state = raw.state();
-                if ffi::lua_checkstack(state, 1) == 0 {
-                    return Err(mlua::Error::StackError);
-                }
-                raw.push_value(&value)?;
-                let receiver = Receiver::read(state, -1);
-                ffi::lua_pop(state, 1);
-                Ok(receiver)
-            }
+        // SAFETY: `read_pushed` gives the index of the value it pushed.
+        read_pushed(lua, &value, |raw, index| {
+            Ok(unsafe { Receiver::read(raw.state(), index) })
         })
     }
 
@@ -152,23 +142,41 @@ impl FromLua for Receiver {
     }
 }
 
-/// `ctx:args_raw()`: the raw JSON arguments, also once the call has ended.
-fn args_raw(lua: &Lua, this: Value) -> mlua::Result<LuaString> {
-    Receiver::from_lua(this.clone(), lua)?.call(lua, "ctx:args_raw")?;
+/// Runs `read` with `value` pushed on the stack (at the index it is given), as a
+/// callback's argument is read in place, and pops it again.
+fn read_pushed<R>(
+    lua: &Lua,
+    value: &Value,
+    read: impl FnOnce(&mlua::state::RawLua, c_int) -> mlua::Result<R>,
+) -> mlua::Result<R> {
     lua.exec_raw_lua(|raw| {
-        // SAFETY: the value is a ctx (checked above), whose user value 1 is a string;
-        // pushing the ctx and its user value reads them without allocating, after the
-        // stack was grown; `pop` takes the string and the ctx is popped after.
+        // SAFETY: the stack is grown first (which reports failure instead of raising),
+        // for the value and what `read` pushes; pushing a value from its reference
+        // allocates nothing; the stack is left as found.
         unsafe {
             let state = raw.state();
-            if ffi::lua_checkstack(state, 2) == 0 {
+            if ffi::lua_checkstack(state, 3) == 0 {
                 return Err(mlua::Error::StackError);
             }
-            raw.push_value(&this)?;
-            ffi::lua_getiuservalue(state, -1, 1);
-            let text = raw.pop::<LuaString>();
-            ffi::lua_pop(state, 1);
-            text
+            raw.push_value(value)?;
+            let index = ffi::lua_gettop(state);
+            let result = read(raw, index);
+            ffi::lua_settop(state, index - 1);
+            result
+        }
+    })
+}
+
+/// `ctx:args_raw()`: the raw JSON arguments, also once the call has ended.
+fn args_raw(lua: &Lua, this: Value) -> mlua::Result<LuaString> {
+    read_pushed(lua, &this, |raw, index| {
+        // SAFETY: `index` holds the pushed value; once it is known to be a ctx, its user
+        // value 1 is its arguments string, which `pop` takes off the stack again.
+        unsafe {
+            let state = raw.state();
+            Receiver::read(state, index).call(lua, "ctx:args_raw")?;
+            ffi::lua_getiuservalue(state, index, 1);
+            raw.pop::<LuaString>()
         }
     })
 }
