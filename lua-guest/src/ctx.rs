@@ -100,7 +100,8 @@ impl Receiver {
     unsafe fn read(state: *mut ffi::lua_State, index: c_int) -> Receiver {
         // SAFETY: nothing here allocates or raises: the stack is grown first (which
         // reports failure instead of raising), then a metatable is read and popped
-        // again. A ctx's block holds its call's id.
+        // again. Only `create` sets the shared metatable, on a userdata whose block holds
+        // its call's id; a plugin cannot set it on anything (`__metatable` hides it).
         unsafe {
             let index = ffi::lua_absindex(state, index);
             if ffi::lua_checkstack(state, 1) != 0 && ffi::lua_getmetatable(state, index) != 0 {
