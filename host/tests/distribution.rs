@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
+#[path = "common/run.rs"]
+mod run;
+use run::Run;
+
 const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
 const REGISTRY_BINARY: &str = "/usr/bin/docker-registry";
 const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -245,23 +249,6 @@ fn sha256_digest(data: &[u8]) -> String {
 // Running toolcell
 // ---------------------------------------------------------------------------------
 
-/// What a finished `toolcell` run left behind.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "\nexit {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 /// A workspace for one test: a HOME with no Docker config, and files.
 struct Work {
     dir: TempDir,
@@ -305,11 +292,7 @@ impl Work {
             command.env(name, value);
         }
         let output = command.output().expect("run toolcell");
-        Run {
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        Run::from(output)
     }
 
     fn ok(&self, args: &[&str]) -> Run {

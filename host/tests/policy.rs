@@ -17,7 +17,10 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 mod common;
+#[path = "common/run.rs"]
+mod run;
 use common::{HANG_LIMIT, cache_dir, collect, drain, wait, workspace_root};
+use run::Run;
 
 /// The binary under test.
 const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
@@ -87,23 +90,6 @@ impl Setup {
             command.env_remove(name);
         }
         command
-    }
-}
-
-/// Exit code, stdout and stderr of a finished run.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "\n--- exit {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
-            self.code, self.stdout, self.stderr
-        )
     }
 }
 

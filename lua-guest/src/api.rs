@@ -2,16 +2,18 @@
 //! and through the prelude sleep/spawn/tasks), `http`, `json`, and the `ctx` object
 //! every invocation receives.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
-use mlua::{Function, Lua, MultiValue, Table, UserData, UserDataMethods, Value};
+use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use crate::bindings::toolcell::plugin::host;
 use crate::bindings::toolcell::plugin::types::ToolSpec;
 use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
-use crate::scheduler::{self, CallId, Ending, Strand};
-use crate::{environment, json, tasks, waiting, watchdog};
+use crate::scheduler::IdHasher;
+use crate::{ctx, environment, json, tasks, waiting, watchdog};
 
 /// The runtime's Lua code (src/prelude.lua, without its comments: see build.rs).
 const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
@@ -27,20 +29,41 @@ pub struct Registry {
     pub specs: Vec<ToolSpec>,
     /// Each tool's `invoke` function, parallel to `specs`.
     pub invokes: Vec<Function>,
-    /// Tool name to index in `specs`.
-    pub by_name: HashMap<String, usize>,
+    /// Tool name to index in `specs` (looked up on every call; the names are the
+    /// plugin's own, so a cheap hash has nothing to defend against).
+    pub by_name: HashMap<String, usize, BuildHasherDefault<IdHasher>>,
     /// Whether `clm.config` has been filled from the user's configuration.
     pub config_matched: bool,
 }
 
-impl Registry {
-    /// The `invoke` function of a tool.
-    pub fn invoke(&self, name: &str) -> Option<Function> {
-        self.by_name
+thread_local! {
+    /// The plugin's tools (an instance runs one plugin, on one thread): a thread-local
+    /// is a few instructions on every call, Lua's app data a map lookup.
+    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+}
+
+/// Runs `f` on the plugin's registry, or fails when it is already borrowed (which
+/// only code running inside a registry operation could cause).
+pub fn with_registry<R>(f: impl FnOnce(&mut Registry) -> R) -> mlua::Result<R> {
+    REGISTRY.with(|registry| {
+        let mut registry = registry
+            .try_borrow_mut()
+            .map_err(|_| mlua::Error::runtime("the tool registry is busy"))?;
+        Ok(f(&mut registry))
+    })
+}
+
+/// The `invoke` function of a tool.
+pub fn invoke(name: &str) -> Option<Function> {
+    with_registry(|registry| {
+        registry
+            .by_name
             .get(name)
-            .and_then(|&index| self.invokes.get(index))
+            .and_then(|&index| registry.invokes.get(index))
             .cloned()
-    }
+    })
+    .ok()
+    .flatten()
 }
 
 /// Installs every global of the plugin API. Nothing here depends on which plugin will
@@ -49,6 +72,7 @@ impl Registry {
 pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
     json::install(lua, |_| crate::protocol::memory_limit())?;
     install_clm(lua)?;
+    ctx::install(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
     rt.raw_set("caught", lua.create_function(environment::caught)?)?;
@@ -79,10 +103,12 @@ fn install_clm(lua: &Lua) -> mlua::Result<()> {
 /// Tells the prepared API which plugin it serves: the registry of its tools, and
 /// `clm.config` filled from the user's configuration under the plugin's name.
 pub fn configure(lua: &Lua, plugin_name: &str) -> mlua::Result<()> {
-    lua.set_app_data(Registry {
-        loading: true,
-        ..Registry::default()
-    });
+    with_registry(|registry| {
+        *registry = Registry {
+            loading: true,
+            ..Registry::default()
+        }
+    })?;
     adopt_config(lua, plugin_name)
 }
 
@@ -93,10 +119,7 @@ const CONFIG_KEY: &str = "toolcell.config";
 /// (the plugin's name, then its tools in registration order) already matched. The
 /// table stays the same object, so a reference taken at load time sees the contents.
 fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
-    let matched = lua
-        .app_data_ref::<Registry>()
-        .is_some_and(|registry| registry.config_matched);
-    if matched {
+    if with_registry(|registry| registry.config_matched)? {
         return Ok(());
     }
     let Some(text) = host::config(key) else {
@@ -110,10 +133,7 @@ fn adopt_config(lua: &Lua, key: &str) -> mlua::Result<()> {
         let (name, value) = pair?;
         config.raw_set(name, value)?;
     }
-    if let Some(mut registry) = lua.app_data_mut::<Registry>() {
-        registry.config_matched = true;
-    }
-    Ok(())
+    with_registry(|registry| registry.config_matched = true)
 }
 
 /// `clm.time()`: the wall-clock time in seconds since the Unix epoch, with millisecond
@@ -305,48 +325,45 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
     };
     let no_prompt = flag(|fields| &fields.no_prompt, "no_prompt")?;
     let hidden = flag(|fields| &fields.hidden, "hidden")?;
-    let mut registry = lua
-        .try_app_data_mut::<Registry>()
-        .ok()
-        .flatten()
-        .ok_or_else(|| mlua::Error::runtime("the tool registry is busy"))?;
-    if !registry.loading {
-        return Err(api_error(
-            lua,
-            format!("clm.tool_register('{name}'): tools can only be registered at load time"),
-        ));
-    }
-    if registry.specs.len() >= MAX_TOOLS_PER_PLUGIN {
-        return Err(api_error(
-            lua,
-            format!(
-                "clm.tool_register: a plugin may register at most {MAX_TOOLS_PER_PLUGIN} tools"
-            ),
-        ));
-    }
-    if registry.by_name.contains_key(&name) {
-        return Err(api_error(
-            lua,
-            format!("clm.tool_register: tool '{name}' is already registered"),
-        ));
-    }
-    // The spec stays in Rust memory for the plugin's life: it counts against its limit.
-    let kept = name.len() + description.len() + params_schema.as_ref().map_or(0, String::len);
-    copies::keep(lua, kept)?;
-    let index = registry.specs.len();
-    registry.by_name.insert(name.clone(), index);
-    registry.specs.push(ToolSpec {
-        name: name.clone(),
-        description,
-        params_schema,
-        timeout_ms,
-        no_prompt,
-        hidden,
-        title,
-        output_schema,
-    });
-    registry.invokes.push(invoke);
-    drop(registry);
+    with_registry(|registry| {
+        if !registry.loading {
+            return Err(api_error(
+                lua,
+                format!("clm.tool_register('{name}'): tools can only be registered at load time"),
+            ));
+        }
+        if registry.specs.len() >= MAX_TOOLS_PER_PLUGIN {
+            return Err(api_error(
+                lua,
+                format!(
+                    "clm.tool_register: a plugin may register at most {MAX_TOOLS_PER_PLUGIN} tools"
+                ),
+            ));
+        }
+        if registry.by_name.contains_key(&name) {
+            return Err(api_error(
+                lua,
+                format!("clm.tool_register: tool '{name}' is already registered"),
+            ));
+        }
+        // The spec stays in Rust memory for the plugin's life: it counts against its limit.
+        let kept = name.len() + description.len() + params_schema.as_ref().map_or(0, String::len);
+        copies::keep(lua, kept)?;
+        let index = registry.specs.len();
+        registry.by_name.insert(name.clone(), index);
+        registry.specs.push(ToolSpec {
+            name: name.clone(),
+            description,
+            params_schema,
+            timeout_ms,
+            no_prompt,
+            hidden,
+            title,
+            output_schema,
+        });
+        registry.invokes.push(invoke);
+        Ok(())
+    })??;
     adopt_config(lua, &name)
 }
 
@@ -379,156 +396,4 @@ fn timeout(value: &Value) -> Option<u32> {
         _ => return None,
     };
     u32::try_from(ms).ok().filter(|ms| *ms > 0)
-}
-
-/// The `ctx` object of one invocation.
-pub struct Ctx {
-    call: CallId,
-    args_raw: String,
-}
-
-impl Ctx {
-    /// The context of call `call`, whose raw JSON arguments were `args_raw`.
-    pub fn new(call: CallId, args_raw: String) -> Self {
-        Ctx { call, args_raw }
-    }
-
-    /// Records how the invocation ends; only the call's main coroutine may, and only once.
-    fn end(&self, lua: &Lua, what: &str, ending: Ending) -> mlua::Result<()> {
-        scheduler::with(|scheduler| {
-            if scheduler.running != Some((self.call, Strand::Main)) {
-                let text = scheduler::running_main(scheduler, what)
-                    .err()
-                    .unwrap_or_else(|| {
-                        format!("{what}: this ctx belongs to another tool invocation")
-                    });
-                return Err(api_error(lua, text));
-            }
-            let call = scheduler
-                .calls
-                .get_mut(&self.call)
-                .ok_or_else(|| mlua::Error::runtime("the invocation has ended"))?;
-            if let Some(previous) = &call.ending {
-                let earlier = match previous {
-                    Ending::Completed(_) | Ending::BrokeRule(_) => "ctx:complete",
-                    Ending::Failed(_) => "ctx:fail",
-                };
-                let error = api_error(
-                    lua,
-                    format!("{what} called after {earlier}: an invocation ends exactly once"),
-                );
-                call.ended_twice = Some(errors::message(&error));
-                return Err(error);
-            }
-            call.ending = Some(match ending {
-                Ending::Completed(result) => completion(lua, call, result)?,
-                failed => failed,
-            });
-            Ok(())
-        })
-    }
-}
-
-/// A completion, unless the call still has live tasks or an unobserved task error,
-/// which fail the tool instead (clm-tool(5)); live tasks are cancelled.
-fn completion(lua: &Lua, call: &mut scheduler::Call, result: String) -> mlua::Result<Ending> {
-    let live = tasks::live_count(call);
-    if live > 0 {
-        tasks::cancel_live(lua, call, "the tool completed")?;
-        return Ok(Ending::BrokeRule(format!(
-            "ctx:complete was called while {live} task(s) were still running; they were cancelled"
-        )));
-    }
-    if let Some(error) = tasks::unobserved_error(call) {
-        return Ok(Ending::BrokeRule(format!(
-            "ctx:complete was called while a task error was never observed: {error}"
-        )));
-    }
-    Ok(Ending::Completed(result))
-}
-
-fn string_argument(lua: &Lua, what: &str, value: Value) -> mlua::Result<String> {
-    let hint = match &value {
-        Value::String(text) => {
-            watchdog::charge_bytes(text.as_bytes().len())?;
-            return Copies::new(lua).text(&text.as_bytes());
-        }
-        Value::Table(_) => " (json.encode(value) turns a table into a JSON string)",
-        Value::Integer(_) | Value::Number(_) | Value::Boolean(_) => " (convert it with tostring)",
-        _ => "",
-    };
-    Err(api_error(
-        lua,
-        format!("{what} expects a string, got {}{hint}", type_name(&value)),
-    ))
-}
-
-impl UserData for Ctx {
-    fn add_fields<F: mlua::UserDataFields<Self>>(fields: &mut F) {
-        fields.add_meta_field("__name", "ctx");
-    }
-
-    fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        methods.add_method("complete", |lua, ctx, result: Value| {
-            let result = string_argument(lua, "ctx:complete", result)?;
-            ctx.end(lua, "ctx:complete", Ending::Completed(result))
-        });
-        methods.add_method("complete_json", |lua, ctx, value: Value| {
-            let limit = crate::protocol::memory_limit();
-            let text = json::encode(lua, &value, limit)
-                .map_err(|error| api_error(lua, format!("ctx:complete_json: {error}")))?;
-            watchdog::charge_bytes(text.len())?;
-            ctx.end(lua, "ctx:complete_json", Ending::Completed(text))
-        });
-        methods.add_method(
-            "progress",
-            |lua, ctx, (done, total, message): (Value, Value, Value)| {
-                let number = |what: &str, value: &Value| match value {
-                    Value::Integer(n) => Ok(*n as f64),
-                    Value::Number(n) => Ok(*n),
-                    other => Err(api_error(
-                        lua,
-                        format!(
-                            "ctx:progress: {what} must be a number, got {}",
-                            type_name(other)
-                        ),
-                    )),
-                };
-                let done = number("done", &done)?;
-                let total = match &total {
-                    Value::Nil => None,
-                    value => Some(number("total", value)?),
-                };
-                let message = match message {
-                    Value::Nil => None,
-                    Value::String(text) => Some(text.to_string_lossy()),
-                    other => {
-                        return Err(api_error(
-                            lua,
-                            format!(
-                                "ctx:progress: message must be a string, got {}",
-                                type_name(&other)
-                            ),
-                        ));
-                    }
-                };
-                watchdog::charge_host_call(message.as_ref().map_or(0, String::len))?;
-                host::progress(ctx.call, done, total, message.as_deref())
-                    .map_err(|error| api_error(lua, format!("ctx:{error}")))
-            },
-        );
-        methods.add_method("fail", |lua, ctx, message: Value| {
-            let message = string_argument(lua, "ctx:fail", message)?;
-            ctx.end(lua, "ctx:fail", Ending::Failed(message))
-        });
-        methods.add_method("args_raw", |lua, ctx, ()| lua.create_string(&ctx.args_raw));
-        methods.add_method("log", |lua, _, message: Value| {
-            if crate::protocol::debug_log_enabled() {
-                let message = Copies::new(lua).display(&message)?;
-                watchdog::charge_host_call(message.len())?;
-                host::log(&message);
-            }
-            Ok(())
-        });
-    }
 }

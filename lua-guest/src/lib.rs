@@ -14,6 +14,7 @@
 mod allocator;
 mod api;
 mod copies;
+mod ctx;
 mod environment;
 mod errors;
 pub mod json;

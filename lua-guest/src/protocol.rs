@@ -5,12 +5,12 @@ use std::cell::{Cell, RefCell};
 use mlua::chunk::ChunkMode;
 use mlua::{Lua, MultiValue, Value};
 
-use crate::api::{self, Ctx, Registry};
+use crate::api;
 use crate::bindings::exports::toolcell::plugin::guest::LoadRequest;
 use crate::bindings::toolcell::plugin::types::{CallState, LoadError, OpOutcome, ToolSpec};
 use crate::errors::type_name;
 use crate::scheduler::{self, Call, CallId, OpId};
-use crate::{environment, errors, json, watchdog};
+use crate::{ctx, environment, errors, json, watchdog};
 
 /// The plugin's Lua state.
 struct State {
@@ -99,12 +99,11 @@ const LOAD_GC_PAUSE: i32 = 1000;
 
 /// The pause once the plugin has loaded: Lua's default, the next cycle at twice the
 /// memory in use. A longer pause cannot be bounded: the objects a cycle finds dead
-/// but with a finalizer (every `ctx` and task handle, which are userdata, and any
-/// table with `__gc`) survive it to be finalized and count in the memory the next
-/// pause is measured from, so when more than 1/(pause - 1) of a call's garbage has a
-/// finalizer, each cycle starts later than the one before. With a pause of ten times,
-/// a trivial call's `ctx` alone made that happen, and the plugin reached its memory
-/// limit after a few tens of thousands of calls.
+/// but with a finalizer (every task handle, which is an mlua userdata, and any table
+/// or plugin object with `__gc`) survive it to be finalized and count in the memory
+/// the next pause is measured from, so when more than 1/(pause - 1) of a call's
+/// garbage has a finalizer, each cycle starts later than the one before, and the
+/// plugin reaches its memory limit after enough calls.
 const CALL_GC_PAUSE: i32 = 200;
 
 fn set_gc_pause(lua: &Lua, pause: i32) {
@@ -177,14 +176,11 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
     if let Err(error) = result {
         return Err(LoadError::Failed(scheduler::failure_text(&error)));
     }
-    let specs = match lua.app_data_mut::<Registry>() {
-        Some(mut registry) => {
-            registry.loading = false;
-            registry.specs.clone()
-        }
-        None => Vec::new(),
-    };
-    Ok(specs)
+    api::with_registry(|registry| {
+        registry.loading = false;
+        registry.specs.clone()
+    })
+    .map_err(|error| LoadError::Failed(errors::message(&error)))
 }
 
 /// Runs `f` with the loaded plugin, or reports that nothing is loaded.
@@ -200,7 +196,7 @@ pub fn start(call: CallId, tool: &str, args_json: String, deadline: u64) -> Call
     with_loaded(|loaded| {
         let lua = &loaded.lua;
         watchdog::arm(deadline);
-        let state = match begin_call(lua, call, tool, args_json, deadline) {
+        let state = match begin_call(lua, call, tool, &args_json, deadline) {
             Ok(()) => scheduler::run(lua, call),
             Err(message) => CallState::Failed(message),
         };
@@ -213,16 +209,11 @@ fn begin_call(
     lua: &Lua,
     id: CallId,
     tool: &str,
-    args_json: String,
+    args_json: &str,
     deadline: u64,
 ) -> Result<(), String> {
-    let registry = lua
-        .app_data_ref::<Registry>()
-        .ok_or("the plugin has no tools")?;
-    let invoke = registry
-        .invoke(tool)
-        .ok_or_else(|| format!("the plugin has no tool named '{tool}'"))?;
-    drop(registry);
+    let invoke =
+        api::invoke(tool).ok_or_else(|| format!("the plugin has no tool named '{tool}'"))?;
     let args = match json::decode(lua, args_json.as_bytes()) {
         Ok(Value::Table(args)) => args,
         Ok(other) => {
@@ -234,9 +225,7 @@ fn begin_call(
         Err(error) => return Err(format!("invalid JSON arguments: {error}")),
     };
     let failure = |error: mlua::Error| scheduler::failure_text(&error);
-    let ctx = lua
-        .create_userdata(Ctx::new(id, args_json))
-        .map_err(failure)?;
+    let ctx = ctx::create(lua, id, args_json).map_err(failure)?;
     let main = scheduler::main_coroutine(lua, invoke).map_err(failure)?;
     let values = MultiValue::from_iter([Value::Table(args), Value::UserData(ctx)]);
     scheduler::with(|scheduler| {

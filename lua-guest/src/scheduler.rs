@@ -10,7 +10,6 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use mlua::thread::ThreadStatus;
 use mlua::{Function, Lua, MultiValue, Table, Thread, Value};
 
 use crate::bindings::toolcell::plugin::host;
@@ -23,8 +22,9 @@ pub type CallId = u64;
 /// Host-chosen identifier of an asynchronous operation.
 pub type OpId = u64;
 
-/// Hashes host-chosen ids (sequential integers) with one multiplication: SipHash's
-/// protection against chosen keys buys nothing here and costs on every step.
+/// Hashes host-chosen ids (sequential integers) with one multiplication, and the
+/// plugin's own tool names a byte at a time: SipHash's protection against chosen keys
+/// buys nothing here and costs on every step.
 #[derive(Default)]
 pub struct IdHasher(u64);
 
@@ -262,7 +262,7 @@ fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
             return Ok(end_call(id, CallState::TimedOut));
         }
         let finish = match result {
-            Ok(_) if thread.status() == ThreadStatus::Resumable => continue,
+            Ok(_) if yielded(&thread) => continue,
             Ok(values) => Finish::Returned(values),
             Err(error) => Finish::Raised(error),
         };
@@ -273,8 +273,16 @@ fn run_until_blocked(lua: &Lua, id: CallId) -> mlua::Result<CallState> {
     }
 }
 
+/// Whether a coroutine that came back from a resumption without an error yielded
+/// rather than returned: `Thread::status` without its lock and its walk of the stack.
+fn yielded(thread: &Thread) -> bool {
+    // SAFETY: `thread` keeps the coroutine alive, and it is not running.
+    unsafe { mlua::ffi::lua_status(thread.state()) == mlua::ffi::LUA_YIELD }
+}
+
 /// The main coroutine ended: the call ends with it.
 fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
+    let returned = matches!(finish, Finish::Returned(_));
     let verdict = with(|scheduler| {
         let call = scheduler
             .calls
@@ -316,7 +324,7 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
         })
     });
     let verdict = verdict.unwrap_or_else(|error| failed(&error));
-    end_call(id, verdict)
+    end_call_reusing(id, verdict, returned)
 }
 
 /// How a call ends when `error` ended its main coroutine: out of memory (the host
@@ -407,10 +415,14 @@ pub fn cancel(id: CallId) {
 /// Forgets a call and returns `state`. Its coroutines are abandoned (the host aborts
 /// their pending operations when it sees the call end).
 fn end_call(id: CallId, state: CallState) -> CallState {
+    end_call_reusing(id, state, false)
+}
+
+/// [`end_call`], keeping the call's main coroutine for a later call when `returned`:
+/// its `invoke` returned normally, so the coroutine is finished and can be reset.
+fn end_call_reusing(id: CallId, state: CallState, returned: bool) -> CallState {
     let removed = with(|scheduler| Ok(scheduler.calls.remove(&id)));
-    if let Ok(Some(Call { main, .. })) = removed
-        && main.status() == ThreadStatus::Finished
-    {
+    if returned && let Ok(Some(Call { main, .. })) = removed {
         // The rest of the call (and with it the references to its other coroutines)
         // is dropped when this returns, outside the borrow, where finalizers may run.
         let _ = with(|scheduler| {

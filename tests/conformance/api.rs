@@ -224,6 +224,45 @@ async fn ctx_completes_fails_and_forwards_raw_arguments() {
 }
 
 #[tokio::test]
+async fn a_ctx_kept_past_its_call_still_reads_its_arguments_but_ends_nothing() {
+    let plugin = r#"
+        local kept
+        clm.tool_register("keep", { invoke = function(args, ctx) kept = ctx; ctx:complete("kept") end })
+        clm.tool_register("use_kept", { invoke = function(args, ctx)
+          local ok, err = pcall(kept.complete, kept, "stolen")
+          ctx:complete(kept:args_raw() .. " | " .. tostring(ok) .. " | " .. err)
+        end })
+        clm.tool_register("shape", { invoke = function(args, ctx)
+          local ok, err = pcall(ctx.complete, "not a ctx")
+          ctx:complete(type(ctx) .. " | " .. tostring(getmetatable(ctx)) .. " | "
+            .. tostring(ctx):sub(1, 4) .. " | " .. tostring(ok) .. " | " .. err)
+        end })
+    "#;
+    let fixture = Fixture::new(&[("ctx.lua", plugin)]);
+    let runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "keep", r#"{"n": 1}"#).await, "kept");
+    // The first call's ctx keeps its own arguments, and cannot end the second call.
+    let text = output(&runtime, "use_kept", r#"{"n": 2}"#).await;
+    assert_contains(
+        &text,
+        &[
+            r#"{"n": 1} | false | ctx.lua:"#,
+            "ctx:complete: this ctx belongs to another tool invocation",
+        ],
+    );
+    // A ctx is an opaque userdata whose metatable stays private; a method called
+    // with `.` instead of `:` says so.
+    let text = output(&runtime, "shape", "{}").await;
+    assert_contains(
+        &text,
+        &[
+            "userdata | false | ctx: | false | ctx.lua:",
+            "ctx:complete must be called on a ctx (write ctx:complete(...)), got string",
+        ],
+    );
+}
+
+#[tokio::test]
 async fn unknown_tools_and_bad_arguments_never_reach_a_plugin() {
     let fixture = Fixture::new(&[("hello.lua", &tool("hello", r#"ctx:complete("hi")"#))]);
     let runtime = fixture.load().await;
