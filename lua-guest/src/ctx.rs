@@ -101,10 +101,16 @@ impl Receiver {
         // SAFETY: nothing here allocates or raises: the stack is grown first (which
         // reports failure instead of raising), then a metatable is read and popped
         // again. Only `create` sets the shared metatable, on a userdata whose block holds
-        // its call's id; a plugin cannot set it on anything (`__metatable` hides it).
+        // its call's id; a plugin cannot set it on anything (`__metatable` hides it, and
+        // plugins have no debug library). The type is checked all the same, so that a
+        // value of another type never has its block read.
         unsafe {
             let index = ffi::lua_absindex(state, index);
-            if ffi::lua_checkstack(state, 1) != 0 && ffi::lua_getmetatable(state, index) != 0 {
+            let kind = ffi::lua_type(state, index);
+            if kind == ffi::LUA_TUSERDATA
+                && ffi::lua_checkstack(state, 1) != 0
+                && ffi::lua_getmetatable(state, index) != 0
+            {
                 let is_ctx = ffi::lua_topointer(state, -1) == METATABLE.get().address;
                 ffi::lua_pop(state, 1);
                 if is_ctx {
@@ -114,7 +120,7 @@ impl Receiver {
                     return Receiver(Ok(call));
                 }
             }
-            Receiver(Err(type_name_of(state, ffi::lua_type(state, index))))
+            Receiver(Err(type_name_of(state, kind)))
         }
     }
 
