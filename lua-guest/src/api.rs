@@ -13,7 +13,7 @@ use crate::bindings::toolcell::plugin::types::ToolSpec;
 use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
 use crate::scheduler::IdHasher;
-use crate::{ctx, environment, json, tasks, waiting, watchdog};
+use crate::{environment, json, tasks, waiting, watchdog};
 
 /// The runtime's Lua code (src/prelude.lua, without its comments: see build.rs).
 const PRELUDE: &str = include_str!(concat!(env!("OUT_DIR"), "/prelude.lua"));
@@ -72,7 +72,6 @@ pub fn invoke(name: &str) -> Option<Function> {
 pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
     json::install(lua, |_| crate::protocol::memory_limit())?;
     install_clm(lua)?;
-    ctx::install(lua)?;
     let rt = lua.create_table()?;
     rt.raw_set("yield", yield_fn)?;
     rt.raw_set("caught", lua.create_function(environment::caught)?)?;

@@ -39,8 +39,11 @@ thread_local! {
     };
 }
 
-/// Makes the methods and the shared metatable (once, while the state is prepared).
-pub fn install(lua: &Lua) -> mlua::Result<()> {
+/// Makes the methods and the shared metatable, at the plugin's first call rather than
+/// while the state is prepared: objects added to the prepared state move what a plugin's
+/// load allocates after them, and a load then dirties one more page of the memory image
+/// in every instance (about 5 MiB over 1000 plugins).
+fn install(lua: &Lua) -> mlua::Result<()> {
     let methods = lua.create_table()?;
     methods.raw_set("complete", lua.create_function(complete)?)?;
     methods.raw_set("complete_json", lua.create_function(complete_json)?)?;
@@ -67,6 +70,9 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
 
 /// The ctx of call `call`, whose raw JSON arguments are `args_raw`.
 pub fn create(lua: &Lua, call: CallId, args_raw: &str) -> mlua::Result<AnyUserData> {
+    if METATABLE.get().reference == ffi::LUA_NOREF {
+        install(lua)?;
+    }
     // SAFETY: exec_raw runs this protected (an allocation failing raises a Lua error it
     // returns as `Err`); nothing here owns anything a longjmp would leak. The block is
     // written once, before any Lua code can see it.
