@@ -77,7 +77,7 @@ pub struct PermissionPrompt {
     /// The tool.
     pub tool: ToolInfo,
     /// Its plugin, with what it was granted: what the tool could do.
-    pub plugin: PluginInfo,
+    pub plugin: Arc<PluginInfo>,
     /// The arguments, as validated against the tool's schema.
     pub arguments: serde_json::Value,
 }

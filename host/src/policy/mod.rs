@@ -68,7 +68,7 @@ pub(crate) struct Gate {
     /// The tool's path, `PLUGIN-ID/TOOL`.
     pub path: String,
     /// Its plugin.
-    pub plugin: PluginInfo,
+    pub plugin: Arc<PluginInfo>,
     verdicts: Verdicts,
     interceptors: ToolInterceptors,
     caps: Vec<Arc<Semaphore>>,
@@ -81,7 +81,7 @@ pub(crate) struct Gate {
 
 impl Policy {
     /// The gate of `tool` of `plugin`.
-    pub fn gate(&self, tool: &ToolInfo, plugin: &PluginInfo) -> Gate {
+    pub fn gate(&self, tool: &ToolInfo, plugin: Arc<PluginInfo>) -> Gate {
         // `PLUGIN-ID/TOOL`, made when the tool was checked.
         let path = tool.path.clone();
         let facts = ToolFacts {
@@ -111,7 +111,7 @@ impl Policy {
             open: nothing_else && decision == Decision::Allow,
             open_unless_asked: nothing_else && decision == Decision::Ask,
             path,
-            plugin: plugin.clone(),
+            plugin,
             verdicts,
             interceptors,
             caps,

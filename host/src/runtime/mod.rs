@@ -142,7 +142,7 @@ pub struct Runtime {
     /// Every plugin file, in load order.
     plugins: Vec<PluginEntry>,
     /// The plugins that loaded and hold their id, in load order: derived by `rebuild`.
-    infos: Vec<PluginInfo>,
+    infos: Vec<Arc<PluginInfo>>,
     /// The registered tools, in load order: derived from `plugins` by `rebuild`.
     tools: Vec<ToolInfo>,
     /// How to call each tool, parallel to `tools`.
@@ -232,7 +232,7 @@ impl Runtime {
     }
 
     /// Every loaded plugin, in load order.
-    pub fn plugins(&self) -> &[PluginInfo] {
+    pub fn plugins(&self) -> &[Arc<PluginInfo>] {
         &self.infos
     }
 
@@ -415,7 +415,7 @@ impl Runtime {
                 match tool {
                     Ok(tool) => {
                         self.gates
-                            .push(Arc::new(self.policy.gate(&tool.info, info)));
+                            .push(Arc::new(self.policy.gate(&tool.info, Arc::clone(info))));
                         self.tools.push(tool.info.clone());
                         self.entries.push(tool.entry.clone());
                     }

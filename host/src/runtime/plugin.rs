@@ -217,8 +217,9 @@ impl PluginFile {
 pub(super) struct PluginEntry {
     pub file: PluginFile,
     /// What a plugin that loaded is (its manifest and grants); `None` when it was
-    /// refused or failed.
-    pub info: Option<PluginInfo>,
+    /// refused or failed. Shared with the runtime's list and every tool's gate, which
+    /// would otherwise hold a copy each.
+    pub info: Option<Arc<PluginInfo>>,
     /// What loading said about the plugin as a whole (refused, failed, capabilities cut).
     pub diagnostics: Vec<Diagnostic>,
     /// Its sandbox, when it loaded.
@@ -359,11 +360,11 @@ impl PluginEntry {
             .collect();
         diagnostics.append(&mut checks.warnings);
         PluginEntry {
-            info: Some(PluginInfo {
+            info: Some(Arc::new(PluginInfo {
                 file: file.path.clone(),
                 manifest,
                 grants,
-            }),
+            })),
             file,
             diagnostics,
             handle: Some(handle),
