@@ -231,10 +231,10 @@ pub fn relative_to<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> {
     }
     let (path_bytes, base_bytes) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
     let rest = path_bytes.strip_prefix(base_bytes)?;
-    let rest = if base_bytes.ends_with(b"/") {
-        // `base` is the filesystem root.
-        rest
-    } else if rest.is_empty() {
+    // Past the filesystem root (the one resolved path ending in `/`), or with nothing
+    // past `base`, the rest is whole names; otherwise it must start at a `/` (`/a/bc`
+    // is not inside `/a/b`).
+    let rest = if base_bytes.ends_with(b"/") || rest.is_empty() {
         rest
     } else {
         rest.strip_prefix(b"/")?
