@@ -66,6 +66,23 @@ fn main() {
         "cargo:rustc-env=TOOLCELL_LUA_GUEST_WASM={}",
         artifact.display()
     );
+    // What tools/guest-link kept of the last link of the guest: the guest as one
+    // relocatable object, and the final link's flags.
+    let linked = target_dir
+        .join(TARGET)
+        .join(PROFILE)
+        .join("deps")
+        .join("toolcell_lua_guest.wasm");
+    for (suffix, variable) in [
+        ("link.o", "TOOLCELL_LUA_GUEST_LINK_OBJECT"),
+        ("link.args", "TOOLCELL_LUA_GUEST_LINK_ARGS"),
+    ] {
+        let path = linked.with_extension(format!("wasm.{suffix}"));
+        if !path.exists() {
+            fail(&format!("the guest build left no {}", path.display()));
+        }
+        println!("cargo:rustc-env={variable}={}", path.display());
+    }
     println!("cargo:rustc-env=TOOLCELL_LUA_GUEST_SHA256={hex}");
 }
 
@@ -86,12 +103,19 @@ fn check_prerequisites() {
     let python = env::var("TOOLCELL_PYTHON").unwrap_or_else(|_| "python3".into());
     let zig = Command::new(&python)
         .args(["-m", "ziglang", "version"])
-        .output();
-    if !zig.is_ok_and(|output| output.status.success()) {
+        .output()
+        .ok()
+        .filter(|output| output.status.success());
+    let Some(zig) = zig else {
         fail(&format!(
             "zig (the C compiler for the Lua guest) is missing: run `{python} -m pip install ziglang==0.17.1`"
         ));
-    }
+    };
+    // `pack --aot` links with the zig the linkable guest was made with.
+    println!(
+        "cargo:rustc-env=TOOLCELL_ZIG_VERSION={}",
+        String::from_utf8_lossy(&zig.stdout).trim()
+    );
 }
 
 fn build_guest(workspace: &Path, target_dir: &Path) {
@@ -146,7 +170,19 @@ fn build_guest(workspace: &Path, target_dir: &Path) {
             command.env_remove(&*name);
         }
     }
-    command.env("CARGO_ENCODED_RUSTFLAGS", remap_flags(workspace));
+    // tools/guest-link links the component as rustc would and keeps the guest in
+    // linkable form for `toolcell pack --aot`. Cargo does not watch a linker: the
+    // guest's build script watches this digest of it, so an edit relinks the guest.
+    let linker_path = tools.join("guest-link");
+    let linker = format!("-Clinker={}", linker_path.display());
+    let linker_digest = std::fs::read(&linker_path)
+        .map(|script| format!("{:x}", Sha256::digest(script)))
+        .unwrap_or_else(|error| fail(&format!("cannot read {}: {error}", linker_path.display())));
+    command.env("TOOLCELL_GUEST_LINKER", linker_digest);
+    command.env(
+        "CARGO_ENCODED_RUSTFLAGS",
+        format!("{}\u{1f}{linker}", remap_flags(workspace)),
+    );
     let status = command.status().unwrap_or_else(|error| {
         fail(&format!(
             "could not run cargo to build the Lua guest: {error}"

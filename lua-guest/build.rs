@@ -1,13 +1,17 @@
 //! Provides the two C libraries mlua's Lua build links on wasm32-wasip2 but Rust's
 //! sysroot lacks: `libsetjmp` (setjmp/longjmp over wasm exceptions) and an empty
-//! `libwasi-emulated-signal` (Lua only needs the headers' declarations); and the
-//! runtime's Lua prelude as the guest carries it.
+//! `libwasi-emulated-signal` (Lua only needs the headers' declarations); the guest's
+//! reference to the bodies `toolcell pack --aot` may link into it (`csrc/aot.c`); and
+//! the runtime's Lua prelude as the guest carries it.
 
 use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-changed=csrc");
     println!("cargo:rerun-if-changed=src/prelude.lua");
+    // host/build.rs: a digest of the guest's linker (tools/guest-link), which cargo
+    // does not watch; a new one relinks the guest.
+    println!("cargo:rerun-if-env-changed=TOOLCELL_GUEST_LINKER");
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let prelude = std::fs::read_to_string("src/prelude.lua").expect("src/prelude.lua");
     std::fs::write(Path::new(&out_dir).join("prelude.lua"), compact(&prelude))
@@ -23,6 +27,10 @@ fn main() {
     cc::Build::new()
         .file("csrc/empty.c")
         .compile("wasi-emulated-signal");
+    cc::Build::new()
+        .file("csrc/aot.c")
+        .opt_level(2)
+        .compile("toolcell-aot-link");
 }
 
 /// The prelude without its comment lines and indentation, every line kept in place so

@@ -12,6 +12,8 @@
 
 #[cfg(target_arch = "wasm32")]
 mod allocator;
+#[cfg(target_arch = "wasm32")]
+mod aot;
 mod api;
 mod copies;
 mod ctx;

@@ -169,7 +169,17 @@ fn load_plugin(lua: &Lua, request: LoadRequest) -> Result<Vec<ToolSpec>, LoadErr
         .load(script)
         .set_name(chunk_name)
         .set_mode(ChunkMode::Text)
-        .exec();
+        .into_function()
+        .and_then(|main| {
+            #[cfg(target_arch = "wasm32")]
+            crate::aot::attach(lua, &main).map_err(|error| {
+                mlua::Error::runtime(format!(
+                    "{}; pack the plugin again",
+                    errors::message(&error)
+                ))
+            })?;
+            main.call::<()>(())
+        });
     if watchdog::tripped() {
         return Err(LoadError::TimedOut);
     }

@@ -19,6 +19,7 @@
 #include "lapi.h"
 #include "ldebug.h"
 #include "ldo.h"
+#include "lprecall.h"
 #include "lfunc.h"
 #include "lgc.h"
 #include "lmem.h"
@@ -524,31 +525,6 @@ void luaD_poscall (lua_State *L, CallInfo *ci, int nres) {
 
 
 
-#define next_ci(L)  (L->ci->next ? L->ci->next : luaE_extendCI(L, 1))
-
-
-l_sinline CallInfo *prepCallInfo (lua_State *L, StkId func, int nret,
-                                                int mask, StkId top) {
-  CallInfo *ci = L->ci = next_ci(L);  /* new frame */
-  ci->func.p = func;
-  ci->nresults = nret;
-  ci->callstatus = mask;
-  ci->top.p = top;
-  return ci;
-}
-
-
-/*
-** toolcell: a Lua function's start ('ci', running 'p'), once its frame is
-** set up: it is charged its code size (all it can run without jumping
-** back) and checks the count hook (see 'luaG_countentry'). Every
-** activation passes here, from a call in Lua code or from C alike; a
-** function resumed after a yield is not charged again.
-*/
-#define countstart(L,ci,p)  \
-	{ if (countdue(L, (p)->sizecode)) luaG_countentry(L, ci); }
-
-
 /*
 ** precall for C functions
 ** (toolcell: always inlined, as compilers inline stock Lua's; with the count
@@ -643,21 +619,8 @@ CallInfo *luaD_precall (lua_State *L, StkId func, int nresults) {
     case LUA_VLCF:  /* light C function */
       precallC(L, func, nresults, fvalue(s2v(func)));
       return NULL;
-    case LUA_VLCL: {  /* Lua function */
-      CallInfo *ci;
-      Proto *p = clLvalue(s2v(func))->p;
-      int narg = cast_int(L->top.p - func) - 1;  /* number of real arguments */
-      int nfixparams = p->numparams;
-      int fsize = p->maxstacksize;  /* frame size */
-      checkstackGCp(L, fsize, func);
-      L->ci = ci = prepCallInfo(L, func, nresults, 0, func + 1 + fsize);
-      ci->u.l.savedpc = p->code;  /* starting point */
-      for (; narg < nfixparams; narg++)
-        setnilvalue(s2v(L->top.p++));  /* complete missing arguments */
-      lua_assert(ci->top.p <= L->stack_last.p);
-      countstart(L, ci, p);  /* toolcell */
-      return ci;
-    }
+    case LUA_VLCL:  /* Lua function */
+      return precallLua(L, func, nresults, clLvalue(s2v(func))->p);
     default: {  /* not a function */
       func = tryfuncTM(L, func);  /* try to get '__call' metamethod */
       /* return luaD_precall(L, func, nresults); */

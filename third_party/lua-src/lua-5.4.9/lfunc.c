@@ -286,6 +286,7 @@ Proto *luaF_newproto (lua_State *L) {
   f->linedefined = 0;
   f->lastlinedefined = 0;
   f->source = NULL;
+  f->aot = NULL;  /* toolcell */
   return f;
 }
 

@@ -545,6 +545,14 @@ typedef struct AbsLineInfo {
 } AbsLineInfo;
 
 /*
+** toolcell: a function's body compiled ahead of time (see laot.h). It
+** runs 'ci' from its saved pc until the function calls a Lua function
+** or returns, and gives back the frame to run next (NULL when a fresh
+** frame returned), so that Lua calls never nest C calls.
+*/
+typedef struct CallInfo *(*AOTBody) (lua_State *L, struct CallInfo *ci);
+
+/*
 ** Function Prototypes
 */
 typedef struct Proto {
@@ -570,6 +578,7 @@ typedef struct Proto {
   LocVar *locvars;  /* information about local variables (debug information) */
   TString  *source;  /* used for debug information */
   GCObject *gclist;
+  AOTBody aot;  /* toolcell: its compiled body, or NULL to interpret it */
 } Proto;
 
 /* }================================================================== */

@@ -470,6 +470,9 @@ LUA_API lua_Hook (lua_gethook) (lua_State *L);
 LUA_API int (lua_gethookmask) (lua_State *L);
 LUA_API int (lua_gethookcount) (lua_State *L);
 LUA_API void (lua_countwork) (lua_State *L, int n);  /* toolcell */
+struct lua_AOTModule;  /* toolcell: see laot.h */
+LUA_API int (lua_aotbind) (lua_State *L, int idx,
+                           const struct lua_AOTModule *module);
 
 LUA_API int (lua_setcstacklimit) (lua_State *L, unsigned int limit);
 

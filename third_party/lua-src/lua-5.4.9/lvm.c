@@ -80,6 +80,8 @@
 #endif
 
 
+#if !defined(LUAI_AOT)  /* toolcell: see laot.h */
+
 /*
 ** Try to convert a value from string to a number value.
 ** If the value is not a string or is a string not representing
@@ -157,6 +159,9 @@ int luaV_tointeger (const TValue *obj, lua_Integer *p, F2Imod mode) {
     obj = &v;  /* change it to point to its corresponding number */
   return luaV_tointegerns(obj, p, mode);
 }
+
+
+#endif
 
 
 /*
@@ -281,6 +286,8 @@ static int floatforloop (StkId ra) {
 }
 
 
+#if !defined(LUAI_AOT)  /* toolcell: see laot.h */
+
 /*
 ** Finish the table access 'val = t[key]'.
 ** if 'slot' is NULL, 't' is not a table; otherwise, 'slot' points to
@@ -373,6 +380,9 @@ void luaV_finishset (lua_State *L, const TValue *t, TValue *key,
   }
   luaG_runerror(L, "'__newindex' chain too long; possible loop");
 }
+
+
+#endif
 
 
 /*
@@ -538,6 +548,8 @@ static int lessthanothers (lua_State *L, const TValue *l, const TValue *r) {
 }
 
 
+#if !defined(LUAI_AOT)  /* toolcell: see laot.h */
+
 /*
 ** Main operation less than; return 'l < r'.
 */
@@ -546,6 +558,9 @@ int luaV_lessthan (lua_State *L, const TValue *l, const TValue *r) {
     return LTnum(l, r);
   else return lessthanothers(L, l, r);
 }
+
+
+#endif
 
 
 /*
@@ -559,6 +574,8 @@ static int lessequalothers (lua_State *L, const TValue *l, const TValue *r) {
     return luaT_callorderTM(L, l, r, TM_LE);
 }
 
+
+#if !defined(LUAI_AOT)  /* toolcell: see laot.h */
 
 /*
 ** Main operation less than or equal to; return 'l <= r'.
@@ -794,6 +811,9 @@ lua_Integer luaV_shiftl (lua_Integer x, lua_Integer y) {
 }
 
 
+#endif
+
+
 /*
 ** create a new Lua closure, push it in the stack, and initialize
 ** its upvalues.
@@ -815,6 +835,8 @@ static void pushclosure (lua_State *L, Proto *p, UpVal **encup, StkId base,
   }
 }
 
+
+#if !defined(LUAI_AOT)  /* toolcell: see laot.h */
 
 /*
 ** finish execution of an opcode interrupted by a yield
@@ -885,6 +907,9 @@ void luaV_finishOp (lua_State *L) {
 }
 
 
+
+
+#endif
 
 
 /*
@@ -1171,6 +1196,8 @@ void luaV_finishOp (lua_State *L) {
 #define vmbreak		break
 
 
+#if !defined(LUAI_AOT)  /* toolcell: see laot.h */
+
 void luaV_execute (lua_State *L, CallInfo *ci) {
   LClosure *cl;
   TValue *k;
@@ -1184,6 +1211,16 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
   trap = tracehooks(L);  /* toolcell: the count hook needs no 'trap' */
  returning:  /* trap already set */
   cl = ci_func(ci);
+  if (cl->p->aot != NULL && ci->u.l.savedpc == cl->p->code) {
+    /* toolcell: a frame of a function compiled ahead of time starts
+       (laot.h): its body runs it, and gives back the frame to go on
+       with, if any */
+    ci = cl->p->aot(L, ci);
+    if (ci == NULL)
+      return;  /* it returned from a fresh frame */
+    goto startfunc;  /* run that frame ('luaG_tracecall' does what
+                        'returning' would do on a caller that resumes) */
+  }
   k = cl->p->k;
   pc = ci->u.l.savedpc;
   if (l_unlikely(trap))
@@ -1796,13 +1833,7 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
               setnilvalue(s2v(L->top.p++));  /* complete missing results */
           }
         }
-       ret:  /* return from a Lua function */
-        if (ci->callstatus & CIST_FRESH)
-          return;  /* end this frame */
-        else {
-          ci = ci->previous;
-          goto returning;  /* continue running caller in this frame */
-        }
+        goto ret;
       }
       vmcase(OP_FORLOOP) {
         StkId ra = RA(i);
@@ -1925,6 +1956,16 @@ void luaV_execute (lua_State *L, CallInfo *ci) {
       }
     }
   }
+ ret:  /* return from a Lua function (toolcell: outside the opcodes, so
+          that each opcode's body can be copied whole, see laot.h) */
+  if (ci->callstatus & CIST_FRESH)
+    return;  /* end this frame */
+  else {
+    ci = ci->previous;
+    goto returning;  /* continue running caller in this frame */
+  }
 }
+
+#endif
 
 /* }================================================================== */
