@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `toolcell-manifest` | the manifest (TOML), see `manifest` |
 //! | `toolcell-script` | a packed Lua plugin's script, passed to the guest in `load` |
+//! | `toolcell-aot` | for a Lua plugin compiled ahead of time (`pack --aot`), what compiled it ([`CompiledBy`]) |
 //! | `toolcell-signature` | one Ed25519 signature each, see `signature` |
 //!
 //! `toolcell pack` appends them to the component at its top level. A manifest may also
@@ -22,6 +23,20 @@ use crate::manifest::MANIFEST_SECTION;
 
 /// The custom section that holds a packed Lua plugin's script.
 pub const SCRIPT_SECTION: &str = "toolcell-script";
+
+/// The custom section that says a packed Lua plugin's guest was compiled with its
+/// script (`pack --aot`), and by what.
+pub const AOT_SECTION: &str = "toolcell-aot";
+
+/// What compiled a Lua plugin ahead of time: the `toolcell-aot` section, TOML.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompiledBy {
+    /// The version of the toolcell that compiled it.
+    pub toolcell: String,
+    /// How many of the script's functions it compiled (all of them).
+    pub functions: u64,
+}
 
 /// The custom section that holds one signature.
 pub const SIGNATURE_SECTION: &str = "toolcell-signature";
@@ -42,6 +57,7 @@ pub struct Artifact<'a> {
     top_manifests: Vec<&'a [u8]>,
     module_manifests: Vec<&'a [u8]>,
     scripts: Vec<&'a [u8]>,
+    compiled: Vec<&'a [u8]>,
     signatures: Vec<&'a [u8]>,
     /// The names of the component's top-level imports and exports.
     imports: Vec<&'a str>,
@@ -62,6 +78,7 @@ impl<'a> Artifact<'a> {
             top_manifests: Vec::new(),
             module_manifests: Vec::new(),
             scripts: Vec::new(),
+            compiled: Vec::new(),
             signatures: Vec::new(),
             imports: Vec::new(),
             exports: Vec::new(),
@@ -103,6 +120,7 @@ impl<'a> Artifact<'a> {
                 match (top_level, name) {
                     (true, MANIFEST_SECTION) => artifact.top_manifests.push(data),
                     (true, SCRIPT_SECTION) => artifact.scripts.push(data),
+                    (true, AOT_SECTION) => artifact.compiled.push(data),
                     (true, SIGNATURE_SECTION) => artifact.signatures.push(data),
                     // A manifest inside one of the component's own core modules.
                     (false, MANIFEST_SECTION)
@@ -185,6 +203,24 @@ impl<'a> Artifact<'a> {
             [one] => Ok(Some(one)),
             more => Err(ArtifactError(format!(
                 "the component has {} `{SCRIPT_SECTION}` sections; it must have at most one",
+                more.len()
+            ))),
+        }
+    }
+
+    /// What compiled a Lua plugin ahead of time, if it was.
+    pub fn compiled_by(&self) -> Result<Option<CompiledBy>, ArtifactError> {
+        match self.compiled.as_slice() {
+            [] => Ok(None),
+            [one] => std::str::from_utf8(one)
+                .ok()
+                .and_then(|text| toml::from_str(text).ok())
+                .map(Some)
+                .ok_or_else(|| {
+                    ArtifactError(format!("its `{AOT_SECTION}` section is not readable"))
+                }),
+            more => Err(ArtifactError(format!(
+                "the component has {} `{AOT_SECTION}` sections; it must have at most one",
                 more.len()
             ))),
         }

@@ -249,7 +249,7 @@ fn config(options: &Options, pooling: bool) -> Config {
 /// `prepare` step, see `snapshot.rs`): the same wasm features as a plugin engine, fuel
 /// as the only backstop, instances allocated on demand, and Cranelift without
 /// optimisations, which compiles the Lua runtime in about half the time.
-fn run_once_engine() -> wasmtime::Result<wasmtime::Engine> {
+pub(crate) fn run_once_engine() -> wasmtime::Result<wasmtime::Engine> {
     let options = Options {
         pooling: false,
         ..Options::default()

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::artifact::{Artifact, ArtifactError};
+use crate::artifact::{Artifact, ArtifactError, CompiledBy};
 use crate::cache::sha256_hex;
 use crate::engine::Engine;
 use crate::files::FileAccess;
@@ -22,6 +22,9 @@ pub enum Kind {
     LuaScript,
     /// A Lua script packed into the Lua guest component.
     PackedLua,
+    /// A Lua script packed into a copy of the Lua guest compiled with it
+    /// (`pack --aot`).
+    CompiledLua,
     /// A component in any language.
     Component,
 }
@@ -32,6 +35,7 @@ impl Kind {
         match self {
             Kind::LuaScript => "Lua script",
             Kind::PackedLua => "packed Lua plugin",
+            Kind::CompiledLua => "packed Lua plugin, compiled ahead of time",
             Kind::Component => "component",
         }
     }
@@ -54,6 +58,8 @@ pub struct Report {
     pub wit_version: Result<semver::Version, String>,
     /// Whether this toolcell can load that version, and why not.
     pub compatible: Result<(), String>,
+    /// What compiled it ahead of time, if it was (`pack --aot`).
+    pub compiled_by: Result<Option<CompiledBy>, String>,
     /// The keys whose signatures verify, or why one does not.
     pub signatures: Result<Vec<PublicKey>, String>,
     /// The tools it registers when loaded, or why it did not load.
@@ -104,6 +110,7 @@ pub async fn inspect(path: &Path, engine: &Engine) -> Result<Report, InspectErro
         manifest: Err(String::new()),
         wit_version: Ok(wit_version::host_version()),
         compatible: Ok(()),
+        compiled_by: Ok(None),
         signatures: Ok(Vec::new()),
         tools: Err(String::new()),
         diagnostics: Vec::new(),
@@ -117,8 +124,10 @@ pub async fn inspect(path: &Path, engine: &Engine) -> Result<Report, InspectErro
             path: path.to_path_buf(),
             source,
         })?;
-        report.kind = match artifact.script() {
-            Ok(Some(_)) => Kind::PackedLua,
+        report.compiled_by = artifact.compiled_by().map_err(|error| error.to_string());
+        report.kind = match (artifact.script(), &report.compiled_by) {
+            (Ok(Some(_)), Ok(Some(_))) => Kind::CompiledLua,
+            (Ok(Some(_)), _) => Kind::PackedLua,
             _ => Kind::Component,
         };
         report.manifest = match artifact.manifest() {

@@ -8,10 +8,12 @@
 //!
 //! Cargo features add the command's parts to the library, which loads and runs plugins
 //! with none of them: `http` (plugins' HTTP requests), `signing` (Ed25519 signatures),
-//! `watch` (hot reload), `mcp` (the MCP server), `oci` (plugins from OCI registries)
-//! and `cli` (the command, with all of the others but `oci`); the default is `cli` and
-//! `oci`.
+//! `watch` (hot reload), `mcp` (the MCP server), `aot` (Lua plugins compiled ahead of
+//! time), `oci` (plugins from OCI registries) and `cli` (the command, with all of the
+//! others but `oci`); the default is `cli` and `oci`.
 
+#[cfg(feature = "aot")]
+pub mod aot;
 pub mod artifact;
 mod atomic_file;
 mod bindings;

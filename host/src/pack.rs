@@ -7,12 +7,18 @@
 //! embedded one, this toolcell runs it on the guest it has already compiled. Any
 //! toolcell whose WIT version is compatible can load it, using the guest inside the file.
 //!
+//! With `--aot` (the `aot` feature), the guest is instead this toolcell's guest linked
+//! with the script compiled ahead of time (`crate::aot`), prepared here as the host
+//! prepares the embedded guest (`snapshot.rs`), and a `toolcell-aot` section says what
+//! compiled it. Any toolcell loads it as a component of its own; the script still
+//! travels with it and is what the guest loads (its functions then run compiled).
+//!
 //! A component (Rust, JavaScript, Python, ...) gets its manifest section replaced.
 //! Signatures are dropped: they would no longer match.
 
 use std::path::Path;
 
-use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
+use crate::artifact::{AOT_SECTION, Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
 use crate::diagnostic::Diagnostic;
 use crate::engine::Engine;
 use crate::guest::LUA_GUEST_WASM;
@@ -50,6 +56,49 @@ pub fn pack_lua(script: &[u8], manifest: &Manifest) -> Result<Vec<u8>, PackError
     ))
 }
 
+/// The Lua guest linked with `script` compiled ahead of time, prepared, carrying
+/// `script` and `manifest`; compiled with `toolchain`.
+#[cfg(feature = "aot")]
+pub async fn pack_lua_compiled(
+    script: &[u8],
+    manifest: &Manifest,
+    toolchain: &crate::aot::Toolchain,
+) -> Result<Vec<u8>, PackError> {
+    let chunk_name = format!("@{}.lua", manifest.id);
+    let (source, toolchain) = (script.to_vec(), toolchain.clone());
+    let compiled =
+        tokio::task::spawn_blocking(move || crate::aot::compile(&source, &chunk_name, &toolchain))
+            .await
+            .map_err(|error| PackError(format!("compiling was interrupted: {error}")))?
+            .map_err(|error| PackError(error.to_string()))?;
+    let run_once = crate::engine::run_once_engine()
+        .map_err(|error| PackError(format!("cannot prepare the compiled guest: {error:#}")))?;
+    let prepared = crate::snapshot::prepared(&run_once, &compiled.component)
+        .await
+        .map_err(|error| PackError(format!("cannot prepare the compiled guest: {error:#}")))?;
+    let guest = Artifact::parse(&prepared)
+        .map_err(|error| PackError(format!("the compiled guest is unreadable: {error}")))?;
+    let compiled_by = toml::to_string(&crate::artifact::CompiledBy {
+        toolcell: env!("CARGO_PKG_VERSION").to_string(),
+        functions: compiled.functions as u64,
+    })
+    .map_err(|error| PackError(format!("cannot write the {AOT_SECTION} section: {error}")))?;
+    let manifest = manifest.to_toml();
+    Ok(guest.rewrite(
+        &[
+            MANIFEST_SECTION,
+            SCRIPT_SECTION,
+            SIGNATURE_SECTION,
+            AOT_SECTION,
+        ],
+        &[
+            (MANIFEST_SECTION, manifest.as_bytes()),
+            (SCRIPT_SECTION, script),
+            (AOT_SECTION, compiled_by.as_bytes()),
+        ],
+    ))
+}
+
 /// `component` with `manifest` as its manifest, and without signatures.
 pub fn with_manifest(component: &[u8], manifest: &Manifest) -> Result<Packed, PackError> {
     let artifact = Artifact::parse(component).map_err(|error| PackError(error.to_string()))?;
@@ -74,30 +123,15 @@ pub fn with_manifest(component: &[u8], manifest: &Manifest) -> Result<Packed, Pa
 /// defaults, as loading the script takes it (`manifest::lua_plugin_manifest`); a
 /// component without `manifest_file` keeps the manifest it has.
 pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, PackError> {
-    let read = |path: &Path| {
-        std::fs::read(path)
-            .map_err(|error| PackError(format!("cannot read {}: {error}", path.display())))
-    };
-    let bytes = read(input)?;
-    if input
-        .extension()
-        .is_some_and(|extension| extension == "lua")
-    {
-        let sidecar = match manifest_file {
-            Some(path) => Some(ManifestFile {
-                path: path.to_path_buf(),
-                bytes: read(path)?,
-            }),
-            None => manifest::read_sidecar(input).map_err(|error| PackError(error.to_string()))?,
-        };
-        let manifest = manifest::lua_plugin_manifest(input, sidecar.as_ref())
-            .map_err(|error| PackError(error.to_string()))?;
+    if is_lua(input) {
+        let (script, manifest) = lua_input(input, manifest_file)?;
         return Ok(Packed {
-            bytes: pack_lua(&bytes, &manifest)?,
+            bytes: pack_lua(&script, &manifest)?,
             manifest,
             dropped_signatures: 0,
         });
     }
+    let bytes = read(input)?;
     let manifest = match manifest_file {
         Some(path) => {
             let text = read(path)?;
@@ -128,6 +162,55 @@ pub fn pack_file(input: &Path, manifest_file: Option<&Path>) -> Result<Packed, P
             with_manifest(&bytes, &manifest)
         }
     }
+}
+
+/// Packs the Lua plugin `input` as [`pack_file`] does, compiled ahead of time with
+/// `toolchain` ([`pack_lua_compiled`]).
+#[cfg(feature = "aot")]
+pub async fn pack_file_compiled(
+    input: &Path,
+    manifest_file: Option<&Path>,
+    toolchain: &crate::aot::Toolchain,
+) -> Result<Packed, PackError> {
+    if !is_lua(input) {
+        return Err(PackError(format!(
+            "{} is a component; only a Lua plugin (.lua) is compiled ahead of time",
+            input.display()
+        )));
+    }
+    let (script, manifest) = lua_input(input, manifest_file)?;
+    Ok(Packed {
+        bytes: pack_lua_compiled(&script, &manifest, toolchain).await?,
+        manifest,
+        dropped_signatures: 0,
+    })
+}
+
+fn is_lua(input: &Path) -> bool {
+    input
+        .extension()
+        .is_some_and(|extension| extension == "lua")
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, PackError> {
+    std::fs::read(path)
+        .map_err(|error| PackError(format!("cannot read {}: {error}", path.display())))
+}
+
+/// The script `input` and its manifest: `manifest_file`, else its sidecar, else clm's
+/// defaults.
+fn lua_input(input: &Path, manifest_file: Option<&Path>) -> Result<(Vec<u8>, Manifest), PackError> {
+    let script = read(input)?;
+    let sidecar = match manifest_file {
+        Some(path) => Some(ManifestFile {
+            path: path.to_path_buf(),
+            bytes: read(path)?,
+        }),
+        None => manifest::read_sidecar(input).map_err(|error| PackError(error.to_string()))?,
+    };
+    let manifest = manifest::lua_plugin_manifest(input, sidecar.as_ref())
+        .map_err(|error| PackError(error.to_string()))?;
+    Ok((script, manifest))
 }
 
 /// Loads the packed plugin `bytes` once, as `toolcell check` would load it from a file

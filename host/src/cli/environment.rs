@@ -1,6 +1,7 @@
 //! What the command line takes from its environment. The library reads none of it:
 //! an embedder says where the cache and the debug log are.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::cache::CodeCache;
@@ -35,4 +36,10 @@ pub fn debug_log() -> Option<PathBuf> {
         .into_iter()
         .find_map(|name| std::env::var_os(name).filter(|value| !value.is_empty()))
         .map(PathBuf::from)
+}
+
+/// The Python whose `ziglang` module is the C toolchain of `pack --aot`:
+/// `TOOLCELL_PYTHON`, as the build of toolcell itself takes it, else `python3`.
+pub fn python() -> Option<OsString> {
+    std::env::var_os("TOOLCELL_PYTHON").filter(|value| !value.is_empty())
 }

@@ -62,6 +62,11 @@ fn as_json(report: &Report) -> serde_json::Value {
         "sha256": report.sha256,
         "size": report.size,
         "kind": report.kind.describe(),
+        "compiled": match &report.compiled_by {
+            Ok(Some(by)) => json!({ "toolcell": by.toolcell, "functions": by.functions }),
+            Ok(None) => serde_json::Value::Null,
+            Err(error) => json!({ "error": error }),
+        },
         "manifest": manifest,
         "wit": {
             "package": report.wit_version.as_ref().map(|v| format!("toolcell:plugin@{v}")).ok(),
@@ -95,6 +100,16 @@ fn as_text(report: &Report) -> String {
         format!("size:         {} bytes", report.size),
         format!("kind:         {}", report.kind.describe()),
     ];
+    match &report.compiled_by {
+        Ok(Some(by)) => lines.push(format!(
+            "compiled:     by toolcell {}, {} Lua function{}",
+            by.toolcell,
+            by.functions,
+            if by.functions == 1 { "" } else { "s" }
+        )),
+        Ok(None) => {}
+        Err(error) => lines.push(format!("compiled:     {error}")),
+    }
     match &report.manifest {
         Ok(manifest) => lines.extend(manifest_lines(manifest)),
         Err(error) => lines.push(format!("manifest:     {error}")),

@@ -28,10 +28,47 @@ pub(super) struct PackArgs {
     /// `check` does (with no files to touch), and not written if that reports an error.
     #[arg(long)]
     no_check: bool,
+    /// Compile a Lua plugin's functions ahead of time into its own copy of the Lua
+    /// guest (needs zig from PyPI, `ziglang`; see docs/writing-plugins.md).
+    #[arg(long, conflicts_with = "no_aot")]
+    aot: bool,
+    /// Pack a Lua plugin to be interpreted.
+    #[arg(long)]
+    no_aot: bool,
+}
+
+/// Whether `pack` compiles a Lua plugin when neither `--aot` nor `--no-aot` is given
+/// and zig is there (docs/performance.md has the measurements behind it).
+const AOT_BY_DEFAULT: bool = false;
+
+/// The toolchain to compile `args.input` with, if it is to be compiled: `--aot` needs
+/// one, the default takes one if it is there.
+fn aot_toolchain(args: &PackArgs) -> Result<Option<crate::aot::Toolchain>, String> {
+    let is_lua = args
+        .input
+        .extension()
+        .is_some_and(|extension| extension == "lua");
+    if args.no_aot || !(args.aot || (AOT_BY_DEFAULT && is_lua)) {
+        return Ok(None);
+    }
+    match crate::aot::Toolchain::find(environment::python()) {
+        Ok(toolchain) => Ok(Some(toolchain)),
+        Err(error) if args.aot => Err(error.to_string()),
+        Err(_) => Ok(None),
+    }
 }
 
 pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: PackArgs) -> ExitCode {
-    let packed = match pack::pack_file(&args.input, args.manifest.as_deref()) {
+    let packed = match aot_toolchain(&args) {
+        Err(error) => return usage_error(&error),
+        Ok(None) => pack::pack_file(&args.input, args.manifest.as_deref()),
+        Ok(Some(toolchain)) => tokio_rt.block_on(pack::pack_file_compiled(
+            &args.input,
+            args.manifest.as_deref(),
+            &toolchain,
+        )),
+    };
+    let packed = match packed {
         Ok(packed) => packed,
         Err(error) => return usage_error(&error.to_string()),
     };
@@ -97,8 +134,15 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: PackArgs) -> ExitCod
             output.display()
         );
     }
+    let compiled = match crate::artifact::Artifact::parse(&packed.bytes)
+        .ok()
+        .and_then(|artifact| artifact.compiled_by().ok().flatten())
+    {
+        Some(by) => format!(", {} Lua functions compiled ahead of time", by.functions),
+        None => String::new(),
+    };
     println!(
-        "packed {} {} into {} ({} bytes, sha256 {})",
+        "packed {} {} into {} ({} bytes, sha256 {}{compiled})",
         packed.manifest.id,
         packed.manifest.version,
         output.display(),

@@ -18,6 +18,7 @@
 //! One module per subcommand or concern; `support` runs the binary and holds what
 //! several modules share.
 
+mod aot;
 mod cache;
 mod call;
 mod check;
