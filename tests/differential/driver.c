@@ -8,6 +8,10 @@
 ** 'invoke'. Then it calls that tool once with a 'ctx' whose 'complete' writes the
 ** result to stdout. A chunk that fails prints "error: MESSAGE" instead.
 **
+** Built with DRIVER_AOT and linked with the C toolcell-aot made of the same
+** script, it runs the script's functions compiled (see laot.h), attached to
+** the loaded chunk as the Lua guest attaches them.
+**
 ** Usage: driver FILE CHUNKNAME
 */
 
@@ -17,6 +21,11 @@
 #include "lua.h"
 #include "lauxlib.h"
 #include "lualib.h"
+
+
+#if defined(DRIVER_AOT)
+extern const struct lua_AOTModule toolcell_aot_module;
+#endif
 
 
 static void hook (lua_State *L, lua_Debug *ar) {
@@ -83,6 +92,10 @@ int main (int argc, char **argv) {
   free(script);
   if (status != LUA_OK)
     return fail(L);
+#if defined(DRIVER_AOT)
+  if (lua_aotbind(L, -1, &toolcell_aot_module) != LUA_OK)
+    return fail(L);
+#endif
   if (lua_pcall(L, 0, 0, 0) != LUA_OK)
     return fail(L);
   if (luaL_dostring(L, RUN_TOOL) != LUA_OK)

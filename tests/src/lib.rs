@@ -10,8 +10,9 @@
 pub mod guest_build;
 pub mod http_server;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -49,6 +50,48 @@ pub enum Form {
     Lua,
     /// Packed into `NAME.wasm` artifacts (the Lua guest, the script and a manifest).
     Packed,
+    /// Packed with their functions compiled ahead of time (`toolcell pack --aot`).
+    Compiled,
+}
+
+/// `script` packed with `manifest` as `toolcell pack --aot` packs it, with the zig of
+/// `python3`. A test process compiles each script once: the compiled guest depends on
+/// the script alone, and the manifest is a section added to it.
+pub fn pack_compiled(script: &[u8], manifest: &Manifest) -> Result<Vec<u8>, String> {
+    static GUESTS: LazyLock<Mutex<HashMap<Vec<u8>, Vec<u8>>>> = LazyLock::new(Mutex::default);
+    let known = GUESTS
+        .lock()
+        .expect("the compiled guests")
+        .get(script)
+        .cloned();
+    let guest = match known {
+        Some(guest) => guest,
+        None => {
+            let toolchain = toolcell::aot::Toolchain::find(None).map_err(|e| e.to_string())?;
+            let (source, defaults) = (script.to_vec(), Manifest::clm_default("compiled"));
+            // Its own runtime on its own thread: callers may be inside one already.
+            let guest = std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|error| error.to_string())?
+                    .block_on(toolcell::pack::pack_lua_compiled(
+                        &source, &defaults, &toolchain,
+                    ))
+                    .map_err(|error| error.to_string())
+            })
+            .join()
+            .map_err(|_| "compiling panicked".to_string())??;
+            GUESTS
+                .lock()
+                .expect("the compiled guests")
+                .insert(script.to_vec(), guest.clone());
+            guest
+        }
+    };
+    toolcell::pack::with_manifest(&guest, manifest)
+        .map(|packed| packed.bytes)
+        .map_err(|error| error.to_string())
 }
 
 /// A plugin directory and a file root, both temporary.
@@ -78,7 +121,7 @@ impl Fixture {
     }
 
     /// Adds (or replaces) a plugin file; a `NAME.lua` is packed into `NAME.wasm` when
-    /// the fixture's form is [`Form::Packed`].
+    /// the fixture's form is [`Form::Packed`] or [`Form::Compiled`].
     pub fn add_plugin(&self, name: &str, source: &str) {
         let (file, bytes) = match (self.form, name.strip_suffix(".lua")) {
             (Form::Packed, Some(_)) => {
@@ -86,6 +129,12 @@ impl Fixture {
                 let packed =
                     toolcell::pack::pack_lua(source.as_bytes(), &Manifest::clm_default(&id))
                         .expect("the Lua plugin packs");
+                (self.file_name(name), packed)
+            }
+            (Form::Compiled, Some(_)) => {
+                let id = toolcell::manifest::lua_id(Path::new(name));
+                let packed = pack_compiled(source.as_bytes(), &Manifest::clm_default(&id))
+                    .unwrap_or_else(|error| panic!("compiling {name}: {error}"));
                 (self.file_name(name), packed)
             }
             _ => (name.to_string(), source.as_bytes().to_vec()),
@@ -97,7 +146,7 @@ impl Fixture {
     /// when packed).
     pub fn file_name(&self, name: &str) -> String {
         match (self.form, name.strip_suffix(".lua")) {
-            (Form::Packed, Some(stem)) => format!("{stem}.wasm"),
+            (Form::Packed | Form::Compiled, Some(stem)) => format!("{stem}.wasm"),
             _ => name.to_string(),
         }
     }
@@ -150,6 +199,31 @@ pub mod packed {
         /// A fixture holding `plugins` as (file name, source) pairs, packed.
         pub fn new(plugins: &[(&str, &str)]) -> Fixture {
             Fixture(super::Fixture::with_form(Form::Packed, plugins))
+        }
+    }
+
+    impl Deref for Fixture {
+        type Target = super::Fixture;
+
+        fn deref(&self) -> &super::Fixture {
+            &self.0
+        }
+    }
+}
+
+/// The fixture of the compiled form, for the conformance suite.
+pub mod compiled {
+    use std::ops::Deref;
+
+    use super::Form;
+
+    /// A [`Fixture`](super::Fixture) whose Lua plugins are packed compiled ahead of time.
+    pub struct Fixture(super::Fixture);
+
+    impl Fixture {
+        /// A fixture holding `plugins` as (file name, source) pairs, packed compiled.
+        pub fn new(plugins: &[(&str, &str)]) -> Fixture {
+            Fixture(super::Fixture::with_form(Form::Compiled, plugins))
         }
     }
 

@@ -3,7 +3,11 @@
 //! sources (crates.io lua-src 551.0.2, which `tools/bootstrap` fetches), on toolcell's
 //! patched copy (`third_party/lua-src`) built the same way, both natively and under a
 //! count hook, and on the patched copy inside the Lua guest, as a plugin's load-time
-//! code. All three must print exactly the same.
+//! code; and compiled ahead of time (toolcell-aot, as `toolcell pack --aot` compiles a
+//! plugin), natively with Lua's assertions on. All must print exactly the same.
+//!
+//! A program whose first line is `-- native only` uses what the sandbox leaves out (the
+//! `coroutine` library) and runs natively only.
 //!
 //! A program prints with `print`, which here collects its lines (the guest's own `print`
 //! writes to the debug log); the collected text is the tool result of a tool the program
@@ -23,6 +27,9 @@ const STOCK_MANIFEST: &str = concat!(
     "/differential/stock-lua/Cargo.toml"
 );
 const PATCHED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../third_party/lua-src");
+
+/// How a program that runs natively only starts.
+const NATIVE_ONLY: &str = "-- native only";
 
 /// Prepended to each program, on its first line: `print` collects into `__DIFF`.
 const PREFIX: &str = "__DIFF = {}; print = (function(pack, tostring, concat, out) \
@@ -89,24 +96,60 @@ fn stock_sources() -> PathBuf {
         .join("lua-5.4.9")
 }
 
-/// Builds the native driver against the Lua sources in `sources` (compiled as one unit
-/// with toolcell's `unity/onelua.c`, which only includes them), with Lua's internal
-/// assertions and API checks on.
-fn build_driver(sources: &Path, output: &Path) {
-    let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let status = Command::new(compiler)
+/// The C compiler, with the flags every native build here takes: Lua's internal
+/// assertions and API checks on, the sources in `sources` on the include path.
+fn compiler(sources: &Path) -> Command {
+    let mut command = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()));
+    command
         .args(["-std=gnu99", "-O0", "-w"])
         .args(["-DLUA_USE_LINUX", "-DLUA_COMPAT_5_3"])
         .args(["-DLUAI_ASSERT", "-DLUA_USE_APICHECK"])
         .arg("-I")
-        .arg(sources)
-        .arg(DRIVER)
-        .arg(Path::new(PATCHED).join("unity/onelua.c"))
-        .args(["-lm", "-ldl", "-o"])
-        .arg(output)
-        .status()
-        .expect("the C compiler runs");
+        .arg(sources);
+    command
+}
+
+fn run_compiler(mut command: Command, output: &Path) {
+    let status = command.status().expect("the C compiler runs");
     assert!(status.success(), "building {}", output.display());
+}
+
+/// Compiles the Lua sources in `sources` as one unit (toolcell's `unity/onelua.c`,
+/// which only includes them) into the object `output`.
+fn build_lua(sources: &Path, output: &Path) {
+    let mut command = compiler(sources);
+    command
+        .arg("-c")
+        .arg(Path::new(PATCHED).join("unity/onelua.c"))
+        .arg("-o")
+        .arg(output);
+    run_compiler(command, output);
+}
+
+/// Links the native driver with the Lua object `lua` (and, for a compiled program, the
+/// C toolcell-aot made of it, `unit`).
+fn build_driver(sources: &Path, lua: &Path, unit: Option<&Path>, output: &Path) {
+    let mut command = compiler(sources);
+    if let Some(unit) = unit {
+        command.arg("-DDRIVER_AOT").arg(unit);
+    }
+    command
+        .arg(DRIVER)
+        .arg(lua)
+        .args(["-lm", "-ldl", "-o"])
+        .arg(output);
+    run_compiler(command, output);
+}
+
+/// The driver running `script` (the program `name`) compiled ahead of time.
+fn build_compiled(work: &Path, patched: &Path, lua: &Path, name: &str, script: &str) -> PathBuf {
+    let unit = toolcell_aot::translate_script(script.as_bytes(), &format!("@{name}.lua"))
+        .unwrap_or_else(|error| panic!("translating {name}: {error}"));
+    let source = work.join(format!("{name}.aot.c"));
+    std::fs::write(&source, unit.c).expect("the unit is written");
+    let driver = work.join(format!("lua-aot-{name}"));
+    build_driver(patched, lua, Some(&source), &driver);
+    driver
 }
 
 /// What the native driver at `driver` prints for `script` (written to `file`).
@@ -139,25 +182,48 @@ fn first_difference(a: &str, b: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn patched_lua_prints_what_stock_lua_prints_natively_and_in_the_guest() {
+async fn patched_and_compiled_lua_print_what_stock_lua_prints_natively_and_in_the_guest() {
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("differential");
     std::fs::create_dir_all(&work).expect("a work directory");
     let stock_driver = work.join("lua-stock");
     let patched_driver = work.join("lua-patched");
+    let (stock_lua, patched_lua) = (work.join("stock.o"), work.join("patched.o"));
     let stock = stock_sources();
     let patched = Path::new(PATCHED).join("lua-5.4.9");
-    std::thread::scope(|scope| {
-        scope.spawn(|| build_driver(&stock, &stock_driver));
-        build_driver(&patched, &patched_driver);
-    });
-
     let programs = corpus();
     assert!(programs.len() >= 8, "the corpus is there");
     let plugins: Vec<(String, String)> = programs
         .iter()
         .map(|(name, program)| (format!("{name}.lua"), script(name, program)))
         .collect();
-    let borrowed: Vec<(&str, &str)> = plugins
+    let in_sandbox: Vec<(String, String)> = programs
+        .iter()
+        .zip(&plugins)
+        .filter(|((_, program), _)| !program.starts_with(NATIVE_ONLY))
+        .map(|(_, plugin)| plugin.clone())
+        .collect();
+    let compiled: Vec<PathBuf> = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            build_lua(&stock, &stock_lua);
+            build_driver(&stock, &stock_lua, None, &stock_driver);
+        });
+        build_lua(&patched, &patched_lua);
+        build_driver(&patched, &patched_lua, None, &patched_driver);
+        let builds: Vec<_> = programs
+            .iter()
+            .zip(&plugins)
+            .map(|((name, _), (_, text))| {
+                let (work, patched, lua) = (&work, &patched, &patched_lua);
+                scope.spawn(move || build_compiled(work, patched, lua, name, text))
+            })
+            .collect();
+        builds
+            .into_iter()
+            .map(|build| build.join().expect("a compiled driver builds"))
+            .collect()
+    });
+
+    let borrowed: Vec<(&str, &str)> = in_sandbox
         .iter()
         .map(|(file, text)| (file.as_str(), text.as_str()))
         .collect();
@@ -176,20 +242,33 @@ async fn patched_lua_prints_what_stock_lua_prints_natively_and_in_the_guest() {
     );
 
     let mut failures = Vec::new();
-    for ((name, _), (file, text)) in programs.iter().zip(&plugins) {
+    for (((name, program), (file, text)), compiled_driver) in
+        programs.iter().zip(&plugins).zip(&compiled)
+    {
         let path = work.join(file);
         std::fs::write(&path, text).expect("the script is written");
         let from_stock = run_native(&stock_driver, &path, name);
         let from_patched = run_native(&patched_driver, &path, name);
-        let outcome = call(&runtime, name, "{}").await;
-        let in_guest = match outcome.failure() {
-            None => outcome.output().unwrap_or_default().to_string(),
-            Some(message) => format!("failed: {message}"),
+        let from_compiled = run_native(compiled_driver, &path, name);
+        let in_guest = if program.starts_with(NATIVE_ONLY) {
+            from_stock.clone()
+        } else {
+            let outcome = call(&runtime, name, "{}").await;
+            match outcome.failure() {
+                None => outcome.output().unwrap_or_default().to_string(),
+                Some(message) => format!("failed: {message}"),
+            }
         };
         if from_patched != from_stock {
             failures.push(format!(
                 "{name}: patched native differs from stock: {}",
                 first_difference(&from_stock, &from_patched)
+            ));
+        }
+        if from_compiled != from_stock {
+            failures.push(format!(
+                "{name}: compiled ahead of time differs from stock: {}",
+                first_difference(&from_stock, &from_compiled)
             ));
         }
         if in_guest != from_stock {

@@ -238,13 +238,18 @@ pub fn run(attack: &Attack) -> Result<(), Failure> {
         .build()
         .map_err(|error| format!("tokio: {error}"))?;
     tokio.block_on(run_async(attack, Form::Lua))?;
-    if attack.packed_too {
-        tokio
-            .block_on(run_async(attack, Form::Packed))
-            .map_err(|failure| Failure {
-                escaped: failure.escaped,
-                message: format!("packed: {}", failure.message),
-            })?;
+    for (tried, form, name) in [
+        (attack.packed_too, Form::Packed, "packed"),
+        (attack.compiled_too, Form::Compiled, "compiled"),
+    ] {
+        if tried {
+            tokio
+                .block_on(run_async(attack, form))
+                .map_err(|failure| Failure {
+                    escaped: failure.escaped,
+                    message: format!("{name}: {}", failure.message),
+                })?;
+        }
     }
     Ok(())
 }
@@ -344,8 +349,10 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         }
         None => toolcell_tests::engine(),
     };
-    let placeholders = Placeholders { pairs };
     let file = install_plugin(attack, form, &arena.plugins())?;
+    // The plugin's file name, which a packed form changes (`NAME.wasm`).
+    pairs.push(("{file}", file.clone()));
+    let placeholders = Placeholders { pairs };
     for setup in &attack.setup {
         prepare(setup, &arena.root(), &placeholders)?;
     }
@@ -420,6 +427,12 @@ fn install_plugin(attack: &Attack, form: Form, plugins: &Path) -> Result<String,
                         .map_err(|error| format!("packing {file}: {error}"))?;
                     (format!("{}.wasm", attack.name), packed)
                 }
+                Form::Compiled => {
+                    let manifest = Manifest::clm_default(attack.name);
+                    let packed = toolcell_tests::pack_compiled(&bytes, &manifest)
+                        .map_err(|error| format!("compiling {file}: {error}"))?;
+                    (format!("{}.wasm", attack.name), packed)
+                }
             }
         }
         Source::Wat | Source::Core => {
@@ -437,6 +450,21 @@ fn install_plugin(attack: &Attack, form: Form, plugins: &Path) -> Result<String,
         }
         Source::RawFile(raw) => {
             let bytes = std::fs::read(folder.join(raw)).map_err(|e| format!("{raw}: {e}"))?;
+            (format!("{}.wasm", attack.name), bytes)
+        }
+        Source::CompiledWithScript(other) => {
+            let file = format!("{}.lua", attack.name);
+            let script = std::fs::read(folder.join(&file)).map_err(|e| format!("{file}: {e}"))?;
+            let swapped = std::fs::read(folder.join(other)).map_err(|e| format!("{other}: {e}"))?;
+            let manifest = Manifest::clm_default(attack.name);
+            let compiled = toolcell_tests::pack_compiled(&script, &manifest)
+                .map_err(|error| format!("compiling {file}: {error}"))?;
+            let artifact = toolcell::artifact::Artifact::parse(&compiled)
+                .map_err(|error| format!("the compiled {file}: {error}"))?;
+            let bytes = artifact.rewrite(
+                &[toolcell::artifact::SCRIPT_SECTION],
+                &[(toolcell::artifact::SCRIPT_SECTION, &swapped)],
+            );
             (format!("{}.wasm", attack.name), bytes)
         }
     };

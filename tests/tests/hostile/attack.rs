@@ -93,6 +93,9 @@ pub enum Source {
     Truncated { file: &'static str, keep: usize },
     /// `tests/hostile/CATEGORY/FILE` copied byte for byte as `NAME.wasm`.
     RawFile(&'static str),
+    /// `tests/hostile/CATEGORY/NAME.lua` packed compiled ahead of time (`pack --aot`),
+    /// then with the script it carries replaced by `tests/hostile/CATEGORY/FILE`.
+    CompiledWithScript(&'static str),
 }
 
 /// What the test prepares before the plugins load.
@@ -209,6 +212,9 @@ pub struct Attack {
     /// A Lua plugin is also run packed into a `.wasm` artifact, as `toolcell pack`
     /// makes it, in an arena of its own: it must end every step the same way.
     pub packed_too: bool,
+    /// A Lua plugin is also run compiled ahead of time (`toolcell pack --aot`), in an
+    /// arena of its own: compiled code must be stopped exactly as interpreted code is.
+    pub compiled_too: bool,
     pub setup: Vec<Setup>,
     pub layout: Layout,
     pub limits: Limits,
@@ -227,6 +233,7 @@ pub fn attack(category: Category, name: &'static str, what: &'static str) -> Att
         what,
         source: Source::Lua,
         packed_too: false,
+        compiled_too: false,
         setup: Vec::new(),
         layout: Layout::Separate,
         limits: Limits::default(),
@@ -261,9 +268,21 @@ impl Attack {
         self
     }
 
+    /// The plugin is `NAME.lua` compiled ahead of time, carrying the script `file`.
+    pub fn compiled_with_script(mut self, file: &'static str) -> Self {
+        self.source = Source::CompiledWithScript(file);
+        self
+    }
+
     /// Runs the Lua plugin packed too (see [`Attack::packed_too`]).
     pub fn packed_too(mut self) -> Self {
         self.packed_too = true;
+        self
+    }
+
+    /// Runs the Lua plugin compiled ahead of time too (see [`Attack::compiled_too`]).
+    pub fn compiled_too(mut self) -> Self {
+        self.compiled_too = true;
         self
     }
 
