@@ -16,7 +16,7 @@ use toolcell::{CallOutcome, Engine, Runtime};
 
 use crate::measure::{median_of, show};
 use crate::native::NativePlugin;
-use crate::workloads::COMPUTE;
+use crate::workloads::{COMPUTE, TARGET_WORKLOADS};
 
 /// Lua memory limit for the compute plugin on both sides: the workloads hold a few
 /// megabytes of tables and strings at once.
@@ -129,21 +129,34 @@ pub async fn run(options: &Options) {
         println!();
         loads(options.engine).await;
     }
+    if options.wants("aot") {
+        println!();
+        crate::aot::costs(options.engine).await;
+    }
 }
 
 async fn compute(engine: &Engine, options: &Options) {
     let script = compute_plugin();
+    let limits = Limits::default().with_memory(COMPUTE_MEMORY as u64);
     let dir = plugin_dir(&[("compute.lua".into(), script.clone())]);
-    let runtime = load(
-        engine,
-        dir.path(),
-        Limits::default().with_memory(COMPUTE_MEMORY as u64),
-    )
-    .await;
+    let runtime = load(engine, dir.path(), limits.clone()).await;
     let native = NativePlugin::load(&script, COMPUTE_MEMORY).expect("native plugin");
+    // The same plugin packed compiled ahead of time, for the Lua-bound workloads.
+    let compiled = match crate::aot::toolchain() {
+        Ok(toolchain) => {
+            let (bytes, _) = crate::aot::pack(&script, "compute", &toolchain).await;
+            let dir = plugin_dir(&[]);
+            crate::aot::install(dir.path(), "compute", &bytes);
+            Some((load(engine, dir.path(), limits).await, dir))
+        }
+        Err(error) => {
+            println!("(compiled: not measured: {error})");
+            None
+        }
+    };
     println!(
-        "{:<30} {:>12} {:>12} {:>7}",
-        "compute (median)", "native", "toolcell", "ratio"
+        "{:<30} {:>12} {:>12} {:>7} {:>12} {:>7} {:>9}",
+        "compute (median)", "native", "toolcell", "ratio", "compiled", "ratio", "speedup"
     );
     let mut ratios = Vec::new();
     for (index, workload) in COMPUTE.iter().enumerate() {
@@ -155,8 +168,21 @@ async fn compute(engine: &Engine, options: &Options) {
             "{}: both sides compute the same",
             workload.name
         );
-        // Interleaved, so drift in the machine's load hits both sides alike.
-        let (mut native_samples, mut toolcell_samples) = (Vec::new(), Vec::new());
+        let compiled = compiled
+            .as_ref()
+            .filter(|_| workload.lua_bound)
+            .map(|(runtime, _)| runtime);
+        if let Some(compiled) = compiled {
+            assert_eq!(
+                output(compiled, &tool).await,
+                expected,
+                "{}: compiled computes the same",
+                workload.name
+            );
+        }
+        // Interleaved, so drift in the machine's load hits every side alike.
+        let (mut native_samples, mut toolcell_samples, mut compiled_samples) =
+            (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..options.runs {
             let start = Instant::now();
             native.call(&tool, "{}").expect("native run");
@@ -164,13 +190,31 @@ async fn compute(engine: &Engine, options: &Options) {
             let start = Instant::now();
             output(&runtime, &tool).await;
             toolcell_samples.push(start.elapsed());
+            if let Some(compiled) = compiled {
+                let start = Instant::now();
+                output(compiled, &tool).await;
+                compiled_samples.push(start.elapsed());
+            }
         }
         let native_time = crate::measure::median(&mut native_samples);
         let toolcell_time = crate::measure::median(&mut toolcell_samples);
         let ratio = toolcell_time.as_secs_f64() / native_time.as_secs_f64();
-        ratios.push(ratio);
+        if index < TARGET_WORKLOADS {
+            ratios.push(ratio);
+        }
+        let compiled_columns = if compiled_samples.is_empty() {
+            String::new()
+        } else {
+            let compiled_time = crate::measure::median(&mut compiled_samples);
+            format!(
+                " {:>12} {:>6.2}x {:>8.2}x",
+                show(compiled_time),
+                compiled_time.as_secs_f64() / native_time.as_secs_f64(),
+                toolcell_time.as_secs_f64() / compiled_time.as_secs_f64()
+            )
+        };
         println!(
-            "{:<30} {:>12} {:>12} {:>6.2}x",
+            "{:<30} {:>12} {:>12} {:>6.2}x{compiled_columns}",
             workload.name,
             show(native_time),
             show(toolcell_time),
@@ -179,7 +223,7 @@ async fn compute(engine: &Engine, options: &Options) {
     }
     ratios.sort_by(f64::total_cmp);
     println!(
-        "{:<30} {:>12} {:>12} {:>6.2}x   (target <= 1.3x)",
+        "{:<30} {:>12} {:>12} {:>6.2}x   (target <= 1.3x, over the first {TARGET_WORKLOADS})",
         "median ratio",
         "",
         "",
@@ -366,13 +410,22 @@ fn nanos(result: &serde_json::Value) -> Duration {
 
 /// Runs `toolcell-bench probe KIND` in a child process and parses its JSON line.
 fn probe(kind: &str, engine: crate::EngineFlags) -> serde_json::Value {
+    run_probe(kind, engine, None)
+}
+
+/// [`probe`] of an `aot-*` kind, which loads the plugins in `plugins`.
+pub fn probe_with(kind: &str, engine: crate::EngineFlags, plugins: &Path) -> serde_json::Value {
+    run_probe(kind, engine, Some(plugins))
+}
+
+fn run_probe(kind: &str, engine: crate::EngineFlags, plugins: Option<&Path>) -> serde_json::Value {
     let exe = std::env::current_exe().expect("own path");
-    let output = Command::new(exe)
-        .arg("probe")
-        .arg(kind)
-        .args(engine.args())
-        .output()
-        .expect("probe runs");
+    let mut command = Command::new(exe);
+    command.arg("probe").arg(kind).args(engine.args());
+    if let Some(plugins) = plugins {
+        command.env(crate::probe::PLUGINS_VARIABLE, plugins);
+    }
+    let output = command.output().expect("probe runs");
     assert!(
         output.status.success(),
         "probe {kind} failed: {}",

@@ -7,6 +7,7 @@
 //!
 //! Each subcommand lives in its own module; this file only dispatches.
 
+mod aot;
 mod compare;
 mod long_soak;
 mod measure;
@@ -39,7 +40,7 @@ enum Command {
         /// Calls per trivial-call measurement.
         #[arg(long, default_value_t = 20_000)]
         calls: usize,
-        /// Only these sections (compute, calls, loads); all when not given.
+        /// Only these sections (compute, calls, loads, aot); all when not given.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
         #[command(flatten)]

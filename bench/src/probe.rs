@@ -15,10 +15,15 @@ use crate::native::NativePlugin;
 /// Runs probe `kind` on an engine made as `flags` say, and prints its result.
 pub async fn run(kind: &str, flags: EngineFlags) {
     if kind == "cold-load" {
-        return report(cold_load(flags).await);
+        return report(cold_load(flags, trivial_dir(1).path()).await);
+    }
+    if kind == "aot-cold-load" {
+        return report(cold_load(flags, &given_plugins()).await);
     }
     let engine = &flags.engine();
     let nanos = match kind {
+        "aot-warm-load" => warm_load_of(engine, &given_plugins()).await,
+        "aot-load" => load_given(engine).await,
         "warm-load" => warm_load(engine).await,
         "native-load-1000" => native_load_many(1000),
         "timers-10k" => timers(engine, 100, 100).await,
@@ -79,30 +84,59 @@ fn trivial_dir(count: usize) -> tempfile::TempDir {
     plugin_dir(&plugins)
 }
 
-/// One plugin on a new engine, nothing cached: compiling the Lua runtime dominates.
-async fn cold_load(flags: EngineFlags) -> Duration {
-    let dir = trivial_dir(1);
+/// The plugin directory `compare` made for an `aot-*` probe (`PLUGINS_VARIABLE`).
+fn given_plugins() -> std::path::PathBuf {
+    std::env::var_os(PLUGINS_VARIABLE)
+        .map(Into::into)
+        .unwrap_or_else(|| panic!("{PLUGINS_VARIABLE} names the plugins to load"))
+}
+
+/// Where `compare` tells an `aot-*` probe which plugins to load: packing them compiled
+/// takes seconds each, so it is done once, outside the probes.
+pub const PLUGINS_VARIABLE: &str = "TOOLCELL_BENCH_PLUGINS";
+
+/// The plugins of `dir` on a new engine, nothing cached: compiling dominates.
+async fn cold_load(flags: EngineFlags, dir: &std::path::Path) -> Duration {
     let start = Instant::now();
     let engine = Engine::new(flags.options()).expect("the engine");
     let runtime = Runtime::builder()
         .engine(engine)
-        .plugin_dir(dir.path())
+        .plugin_dir(dir)
         .build()
         .await
         .expect("runtime");
     let elapsed = start.elapsed();
-    assert_eq!(runtime.tools().len(), 1);
+    assert!(
+        runtime.diagnostics().is_empty() && !runtime.tools().is_empty(),
+        "{:?}",
+        runtime.diagnostics()
+    );
+    elapsed
+}
+
+/// The plugins `compare` made, their compiled code in the disk cache (`compare` loaded
+/// them once): time, and the memory the report adds.
+async fn load_given(engine: &Engine) -> Duration {
+    let dir = given_plugins();
+    let start = Instant::now();
+    let runtime = load(engine, &dir, Limits::default()).await;
+    let elapsed = start.elapsed();
+    std::mem::forget(runtime);
     elapsed
 }
 
 /// One plugin with the compiled code at hand: instantiation plus load-time Lua.
 async fn warm_load(engine: &Engine) -> Duration {
-    let dir = trivial_dir(1);
-    load(engine, dir.path(), Limits::default()).await;
+    warm_load_of(engine, trivial_dir(1).path()).await
+}
+
+/// [`warm_load`] of the one plugin in `dir`.
+async fn warm_load_of(engine: &Engine, dir: &std::path::Path) -> Duration {
+    load(engine, dir, Limits::default()).await;
     let mut samples = Vec::new();
     for _ in 0..200 {
         let start = Instant::now();
-        let runtime = load(engine, dir.path(), Limits::default()).await;
+        let runtime = load(engine, dir, Limits::default()).await;
         samples.push(start.elapsed());
         assert_eq!(runtime.tools().len(), 1);
         // The plugin was never called, so its actor never started: dropping the
