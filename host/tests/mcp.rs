@@ -725,11 +725,14 @@ async fn http_with_a_token_refuses_requests_without_it() {
             let (status, body) = server.open_session(&headers).await.expect_err("refused");
             assert_eq!(status, 401, "{headers:?}: {body}");
         }
-        let bearer = format!("Bearer {token}");
-        server
-            .open_session(&[("Authorization", &bearer)])
-            .await
-            .expect("the token opens a session");
+        // RFC 9110 (section 11.1): the scheme is matched without case.
+        for scheme in ["Bearer", "bearer", "BEARER"] {
+            let bearer = format!("{scheme} {token}");
+            server
+                .open_session(&[("Authorization", &bearer)])
+                .await
+                .expect("the token opens a session");
+        }
     }
 }
 

@@ -12,7 +12,6 @@
 //! [`OUTCOMES`]: crate::stats::OUTCOMES
 //! [`LATENCY_BUCKETS`]: crate::stats::LATENCY_BUCKETS
 
-use std::convert::Infallible;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use http_body_util::Full;
@@ -30,38 +29,35 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use super::connections::{ConnectionLimits, Listener};
 use crate::Runtime;
 use crate::stats::Stats;
 
 /// Where the metrics are served.
 pub const METRICS_ENDPOINT: &str = "/metrics";
 
-/// Serves the metrics of `runtime` on `listener` for as long as the task runs.
-pub async fn serve_metrics(listener: TcpListener, runtime: Arc<RwLock<Runtime>>) {
+/// Serves the metrics of `runtime` on `listener` for as long as the task runs, its
+/// connections within `limits`.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    runtime: Arc<RwLock<Runtime>>,
+    limits: ConnectionLimits,
+) {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(RuntimeStats(runtime)));
     let registry = Arc::new(registry);
+    let mut listener = Listener::new(listener, "metrics", limits);
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                tracing::warn!("accepting a metrics connection failed: {error}");
-                continue;
-            }
-        };
+        let (stream, connection) = listener.accept().await;
         let registry = registry.clone();
-        let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let service = connection.service(move |request: Request<Incoming>| {
             let response = respond(&request, &registry);
-            async move { Ok::<_, Infallible>(response) }
+            async move { response }
         });
-        tokio::spawn(async move {
-            let connection = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), handler)
-                .await;
-            if let Err(error) = connection {
-                tracing::debug!("a metrics connection ended with an error: {error}");
-            }
-        });
+        let serving = auto::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(stream), service)
+            .into_owned();
+        tokio::spawn(connection.serve(serving));
     }
 }
 
