@@ -900,6 +900,15 @@ fn budgets() -> Vec<Attack> {
             .tool_count(2)
             .completes("tools_alive", "{}", "alive")
             .host_rss_growth_at_most(PLUGIN_RSS_BOUND),
+        attack(Budgets, "schema_backtrack", "a back-reference in an output and a params schema")
+            .diagnostic(
+                r#"tool 'flood_out' of plugin schema_backtrack.lua is over its schema budget and is not registered: the pattern "^(a|a)*\\1b" at `/items/pattern` uses a back-reference, which cannot be matched in time linear in the value (the limit for every pattern): look-around and back-references are refused"#,
+            )
+            .diagnostic(
+                r#"tool 'flood_in' of plugin schema_backtrack.lua is over its schema budget and is not registered: the pattern "^(a|a)*\\1b" at `/properties/s/items/pattern` uses a back-reference, which cannot be matched in time linear in the value (the limit for every pattern): look-around and back-references are refused"#,
+            )
+            .tool_count(2)
+            .completes("backtrack_alive", "{}", "alive"),
         attack(Budgets, "result_flood", "results of megabytes, of invalid UTF-8, of 100000 lines")
             // Replaced, 3.5 MiB of invalid UTF-8 would be 10.5 MiB: the copy does not fit.
             .fails("o", "{}", OUT_OF_MEMORY)
