@@ -195,13 +195,13 @@ fn memory() -> Vec<Attack> {
     ]
 }
 
-/// Why a path inside the cache is refused (`{cache}` is the cache directory).
-const IN_CACHE: &str =
-    "it lies inside the compiled-code cache {cache}, which plugins may not read or change";
+/// Why a path inside the cache is refused: named where it lies in the root, never by
+/// the host's absolute path.
+const IN_CACHE: &str = "it lies inside the compiled-code cache (.cache/toolcell), which plugins may not read or change";
 
 /// Why a path inside the plugin directory is refused.
 const IN_PLUGINS: &str =
-    "it lies inside the plugin directory {plugins}, which plugins may not read or change";
+    "it lies inside the plugin directory (plugins), which plugins may not read or change";
 
 /// Why every file access fails when the default root is the home directory (`{root}`).
 const HOME_REFUSED: &str = "file access is off: no file root was given, and the default, the \
