@@ -115,10 +115,15 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCo
     }
     // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
-    let builder = match args.plugins.builder(&[]) {
+    let mut builder = match args.plugins.builder(&[]) {
         Ok(builder) => args.output.apply(builder).log_listener(logs.clone()),
         Err(message) => return usage_error(&message),
     };
+    // Whoever could read it could call every tool; whoever could replace it, lock
+    // every client out.
+    if let Some(file) = &args.token_file {
+        builder = builder.host_file("the bearer token file", file);
+    }
     let scope = match args.scope.scope() {
         Ok(scope) => scope,
         Err(message) => return usage_error(&message),

@@ -434,6 +434,26 @@ fn files() -> Vec<Attack> {
         ),
         attack(
             Files,
+            "linked_plugin",
+            "a plugin reached through a symlink into the root: rewrite it, read it",
+        )
+        .setup(Setup::LinkedPlugin {
+            link: "victim.lua",
+            target: "victim_real.lua",
+        })
+        .completes(
+            "linked_write",
+            &path("victim_real.lua"),
+            "nil | cannot write victim_real.lua: it is the plugin file (victim_real.lua), which plugins may not read or change",
+        )
+        .completes(
+            "linked_read",
+            &path("./victim_real.lua"),
+            "nil | cannot read ./victim_real.lua: it is the plugin file (victim_real.lua), which plugins may not read or change",
+        )
+        .completes("victim", "{}", "victim"),
+        attack(
+            Files,
             "plant_plugin",
             "the plugin directory inside the root: plant a plugin, replace one, read one",
         )
