@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::FileAccess;
-use crate::http::HostGrant;
-use crate::wording::file_name;
+use crate::base::wording::file_name;
+use crate::services::files::FileAccess;
+use crate::services::http::HostGrant;
 
 /// The name of the custom section that holds a `.wasm` plugin's manifest.
 pub const MANIFEST_SECTION: &str = "toolcell-manifest";

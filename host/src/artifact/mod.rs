@@ -14,11 +14,16 @@
 //! top-level toolcell sections ([`Artifact::code`]): packing, re-packing and signing
 //! never change the compiled code or its cache entry.
 
+pub mod integrity;
+pub mod manifest;
+pub mod signature;
+pub mod wit_version;
+
 use std::ops::Range;
 
 use wasmparser::{Encoding, Parser, Payload};
 
-use crate::manifest::MANIFEST_SECTION;
+use crate::artifact::manifest::MANIFEST_SECTION;
 
 /// The custom section that holds a packed Lua plugin's script.
 pub const SCRIPT_SECTION: &str = "toolcell-script";

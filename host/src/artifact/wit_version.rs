@@ -107,13 +107,13 @@ mod tests {
 
     #[test]
     fn the_constants_match_the_wit_files() {
-        let wit = include_str!("../../wit/plugin.wit");
+        let wit = include_str!("../../../wit/plugin.wit");
         assert!(
             wit.contains(&format!("package {WIT_PACKAGE}@{WIT_VERSION};")),
             "wit/plugin.wit must declare package {WIT_PACKAGE}@{WIT_VERSION}"
         );
         assert_eq!(host_version(), v(WIT_VERSION));
-        let legacy = include_str!("../../wit/0.1/plugin.wit");
+        let legacy = include_str!("../../../wit/0.1/plugin.wit");
         assert_eq!(LEGACY_WIT_VERSIONS, ["0.1.2"]);
         assert!(legacy.contains(&format!("package {WIT_PACKAGE}@0.1.2;")));
     }

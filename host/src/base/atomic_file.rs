@@ -1,7 +1,8 @@
 //! Files toolcell writes (plugins, lock files, keys, cache entries, stored results) are
 //! written whole or not at all: through a temporary file in the same directory, renamed
-//! into place. (A plugin's own writes go through its file root instead, `files.rs`,
-//! which must not leave the root by a path.)
+//! into place. (A plugin's own writes go through its file root instead, `services::files`,
+//! which must not leave the root by a path.) The directories of the cache and the result
+//! store are made for this user alone.
 
 use std::path::{Path, PathBuf};
 
@@ -75,4 +76,19 @@ fn write(path: &Path, bytes: &[u8], readers: Readers, replace: Replace) -> Resul
             .map_err(|error| failed(error.error))?;
     }
     Ok(())
+}
+
+/// Creates `dir` (and its parents) for this user alone.
+#[cfg(unix)]
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
 }

@@ -88,7 +88,7 @@ pub struct Project {
 }
 
 /// The LuaCATS definitions of the plugin API (see `guest-sdk/lua/`).
-pub const LUA_DEFINITIONS: &str = include_str!("../../guest-sdk/lua/clm.lua");
+pub const LUA_DEFINITIONS: &str = include_str!("../../../guest-sdk/lua/clm.lua");
 
 /// One file of a project: where it goes, its template, whether it is a script to run.
 struct File {
@@ -113,55 +113,70 @@ const fn script(path: &'static str, template: &'static str) -> File {
     }
 }
 
-const SCRIPTED_TEST: &str = include_str!("../templates/scripted/test.sh");
+const SCRIPTED_TEST: &str = include_str!("../../templates/scripted/test.sh");
 
 /// The end of every `test.sh`: the check of the tool's answer.
-const EXPECT: &str = include_str!("../templates/expect.sh");
+const EXPECT: &str = include_str!("../../templates/expect.sh");
 
 fn files(lang: Lang) -> Vec<File> {
     match lang {
         Lang::Lua => vec![
-            file("{{name}}.lua", include_str!("../templates/lua/plugin.lua")),
+            file(
+                "{{name}}.lua",
+                include_str!("../../templates/lua/plugin.lua"),
+            ),
             file(
                 "{{name}}.lua.toml",
-                include_str!("../templates/lua/plugin.lua.toml"),
+                include_str!("../../templates/lua/plugin.lua.toml"),
             ),
             file("types/clm.lua", LUA_DEFINITIONS),
-            file(".luarc.json", include_str!("../templates/lua/luarc.json")),
-            script("test.sh", include_str!("../templates/lua/test.sh")),
-            file("README.md", include_str!("../templates/lua/README.md")),
-            file(".gitignore", include_str!("../templates/lua/gitignore")),
+            file(
+                ".luarc.json",
+                include_str!("../../templates/lua/luarc.json"),
+            ),
+            script("test.sh", include_str!("../../templates/lua/test.sh")),
+            file("README.md", include_str!("../../templates/lua/README.md")),
+            file(".gitignore", include_str!("../../templates/lua/gitignore")),
         ],
         Lang::Rust => vec![
-            file("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
-            file("src/lib.rs", include_str!("../templates/rust/lib.rs")),
+            file(
+                "Cargo.toml",
+                include_str!("../../templates/rust/Cargo.toml"),
+            ),
+            file("src/lib.rs", include_str!("../../templates/rust/lib.rs")),
             file(
                 "toolcell.toml",
-                include_str!("../templates/rust/toolcell.toml"),
+                include_str!("../../templates/rust/toolcell.toml"),
             ),
-            script("test.sh", include_str!("../templates/rust/test.sh")),
-            file("README.md", include_str!("../templates/rust/README.md")),
-            file(".gitignore", include_str!("../templates/rust/gitignore")),
+            script("test.sh", include_str!("../../templates/rust/test.sh")),
+            file("README.md", include_str!("../../templates/rust/README.md")),
+            file(".gitignore", include_str!("../../templates/rust/gitignore")),
         ],
         Lang::Js => vec![
-            file("plugin.js", include_str!("../templates/js/plugin.js")),
+            file("plugin.js", include_str!("../../templates/js/plugin.js")),
             file(
                 "toolcell.toml",
-                include_str!("../templates/js/toolcell.toml"),
+                include_str!("../../templates/js/toolcell.toml"),
             ),
             script("test.sh", SCRIPTED_TEST),
-            file("README.md", include_str!("../templates/js/README.md")),
-            file(".gitignore", include_str!("../templates/js/gitignore")),
+            file("README.md", include_str!("../../templates/js/README.md")),
+            file(".gitignore", include_str!("../../templates/js/gitignore")),
         ],
         Lang::Python => vec![
-            file("app.py", include_str!("../templates/python/app.py")),
+            file("app.py", include_str!("../../templates/python/app.py")),
             file(
                 "toolcell.toml",
-                include_str!("../templates/python/toolcell.toml"),
+                include_str!("../../templates/python/toolcell.toml"),
             ),
             script("test.sh", SCRIPTED_TEST),
-            file("README.md", include_str!("../templates/python/README.md")),
-            file(".gitignore", include_str!("../templates/python/gitignore")),
+            file(
+                "README.md",
+                include_str!("../../templates/python/README.md"),
+            ),
+            file(
+                ".gitignore",
+                include_str!("../../templates/python/gitignore"),
+            ),
         ],
     }
 }

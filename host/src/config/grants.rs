@@ -29,11 +29,11 @@
 
 use std::time::Duration;
 
+use crate::artifact::manifest::{HttpAsk, Manifest};
+use crate::base::limits::{Limits, MIB};
 use crate::config::{Config, HttpSection, LimitsSection};
-use crate::files::FileAccess;
-use crate::http::{HostGrant, HttpPolicy, HttpSettings};
-use crate::limits::{Limits, MIB};
-use crate::manifest::{HttpAsk, Manifest};
+use crate::services::files::FileAccess;
+use crate::services::http::{HostGrant, HttpPolicy, HttpSettings};
 
 /// The settings of the command line (or of the embedder, in its place): the highest
 /// layer of the policy.
@@ -238,7 +238,7 @@ fn intersect(manifest: &Manifest, allowed: Allowed) -> Grants {
             let grant = format!("grant it with [plugins.{id}.limits] memory_mib = {mib}");
             denials.push(format!(
                 "its manifest asks for {mib} MiB of memory but the policy allows {}; {grant}",
-                crate::limits::format_bytes(limits.memory)
+                crate::base::limits::format_bytes(limits.memory)
             ));
             memory_hint = Some(format!(
                 "its manifest asks for {mib} MiB of memory; {grant}"
@@ -320,7 +320,7 @@ fn files_hint(id: &str, asked: FileAccess, allowed: FileAccess, granted: FileAcc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::Capabilities;
+    use crate::artifact::manifest::Capabilities;
 
     fn manifest(capabilities: Capabilities) -> Manifest {
         Manifest {

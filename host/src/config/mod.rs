@@ -63,23 +63,26 @@
 //! untrusted = "plain"        # a trusted plugin's output stays plain
 //! ```
 
+pub mod grants;
+pub(crate) mod permissions;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::envelope::{OutputPolicy, UntrustedOutput};
-use crate::files::FileAccess;
-use crate::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
-use crate::limits::{Limits, MIB};
-use crate::manifest::check_id;
-use crate::names::split_path;
-use crate::output::{self, OutputLimits};
-use crate::permissions::{CommandLineRules, PermissionsSection, Rules};
-use crate::results::{self, ResultStore};
-use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
-use crate::signature::TrustPolicy;
+use crate::artifact::manifest::check_id;
+use crate::artifact::signature::TrustPolicy;
+use crate::base::limits::{Limits, MIB};
+use crate::config::permissions::{CommandLineRules, PermissionsSection, Rules};
+use crate::output::cut::{self, OutputLimits};
+use crate::output::envelope::{OutputPolicy, UntrustedOutput};
+use crate::output::results::{self, ResultStore};
+use crate::services::files::FileAccess;
+use crate::services::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
+use crate::tool::names::split_path;
+use crate::tool::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 
 /// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
 /// the plugin's `clm.config`.
@@ -472,11 +475,11 @@ impl Config {
             max_lines: layers
                 .iter()
                 .find_map(|layer| layer.max_lines)
-                .unwrap_or(output::DEFAULT_MAX_LINES),
+                .unwrap_or(cut::DEFAULT_MAX_LINES),
             max_bytes: layers
                 .iter()
                 .find_map(|layer| layer.max_bytes)
-                .unwrap_or(output::DEFAULT_MAX_BYTES),
+                .unwrap_or(cut::DEFAULT_MAX_BYTES),
         }
     }
 
@@ -485,7 +488,7 @@ impl Config {
         self.output_layers(plugin, tool)
             .iter()
             .find_map(|layer| layer.max_description_bytes)
-            .unwrap_or(output::DEFAULT_MAX_DESCRIPTION_BYTES)
+            .unwrap_or(cut::DEFAULT_MAX_DESCRIPTION_BYTES)
     }
 
     /// The result store: `[output] results_dir`, else `results/` in `cache_dir`; none

@@ -6,13 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::artifact::manifest::{self, Manifest};
+use crate::artifact::signature::{self, PublicKey, TrustPolicy};
+use crate::artifact::wit_version;
 use crate::artifact::{Artifact, ArtifactError};
-use crate::cache::sha256_hex;
 use crate::engine::Engine;
-use crate::files::FileAccess;
-use crate::manifest::{self, Manifest};
-use crate::signature::{self, PublicKey, TrustPolicy};
-use crate::wit_version;
+use crate::engine::cache::sha256_hex;
+use crate::services::files::FileAccess;
 use crate::{BuildError, Diagnostic, Runtime, ToolInfo};
 
 /// What a plugin file is.

@@ -12,13 +12,13 @@
 
 use std::path::Path;
 
+use crate::artifact::manifest::{self, MANIFEST_SECTION, Manifest, ManifestFile};
+use crate::artifact::wit_version;
 use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
-use crate::diagnostic::Diagnostic;
+use crate::distribution::inspect;
 use crate::engine::Engine;
-use crate::guest::LUA_GUEST_WASM;
-use crate::inspect;
-use crate::manifest::{self, MANIFEST_SECTION, Manifest, ManifestFile};
-use crate::wit_version;
+use crate::engine::guest::LUA_GUEST_WASM;
+use crate::runtime::diagnostic::Diagnostic;
 
 /// Why a plugin could not be packed; the text says what and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -153,8 +153,8 @@ pub async fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::sha256_hex;
-    use crate::guest::LUA_GUEST_SHA256;
+    use crate::engine::cache::sha256_hex;
+    use crate::engine::guest::LUA_GUEST_SHA256;
 
     #[test]
     fn a_packed_script_is_the_embedded_guest_plus_two_sections() {
@@ -180,8 +180,9 @@ mod tests {
     #[cfg(feature = "signing")]
     fn re_packing_replaces_the_manifest_and_drops_signatures() {
         let first = pack_lua(b"return 1", &Manifest::clm_default("one")).expect("packs");
-        let key = crate::signature::SecretKey::generate();
-        let signed = crate::signature::sign(&Artifact::parse(&first).expect("parses"), &key);
+        let key = crate::artifact::signature::SecretKey::generate();
+        let signed =
+            crate::artifact::signature::sign(&Artifact::parse(&first).expect("parses"), &key);
         let packed = with_manifest(&signed, &Manifest::clm_default("two")).expect("packs");
         assert_eq!(packed.dropped_signatures, 1);
         let artifact = Artifact::parse(&packed.bytes).expect("parses");

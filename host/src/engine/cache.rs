@@ -32,7 +32,7 @@ use std::sync::{Arc, OnceLock};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::atomic_file::{Readers, create_atomically, write_atomically};
+use crate::base::atomic_file::{Readers, create_atomically, create_private_dir, write_atomically};
 
 /// The log target of the notice a compilation gives.
 pub const NOTICE_TARGET: &str = "toolcell::compile";
@@ -393,21 +393,6 @@ fn owned_by_this_user_alone(metadata: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn owned_by_this_user_alone(_metadata: &std::fs::Metadata) -> bool {
     true
-}
-
-/// Creates `dir` (and its parents) for this user alone.
-#[cfg(unix)]
-pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
 }
 
 #[cfg(unix)]

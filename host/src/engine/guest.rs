@@ -3,7 +3,7 @@
 
 use wasmtime::component::Component;
 
-use crate::cache::CodeCache;
+use crate::engine::cache::CodeCache;
 
 /// The Lua guest component (a `toolcell:plugin` world component).
 pub static LUA_GUEST_WASM: &[u8] = include_bytes!(env!("TOOLCELL_LUA_GUEST_WASM"));
@@ -55,10 +55,10 @@ fn prepared_key() -> String {
 pub type RunOnceEngine = fn() -> wasmtime::Result<wasmtime::Engine>;
 
 /// Runs the guest's `prepare` once on `run_once` and compiles the snapshot on `engine`
-/// (see [`crate::snapshot`]). Called on the blocking pool, where waiting on the runtime
+/// (see [`crate::engine::snapshot`]). Called on the blocking pool, where waiting on the runtime
 /// is allowed.
 fn prepare(engine: &wasmtime::Engine, run_once: &wasmtime::Engine) -> wasmtime::Result<Component> {
     let wasm = tokio::runtime::Handle::current()
-        .block_on(crate::snapshot::prepared(run_once, LUA_GUEST_WASM))?;
+        .block_on(crate::engine::snapshot::prepared(run_once, LUA_GUEST_WASM))?;
     Component::new(engine, &wasm)
 }

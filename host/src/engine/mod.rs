@@ -6,6 +6,10 @@
 //! clones of one engine compile the Lua guest once, link it once, and reuse each
 //! other's warm instance slots. A runtime built without one gets an engine of its own.
 
+pub mod cache;
+pub(crate) mod guest;
+pub(crate) mod snapshot;
+
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,8 +17,7 @@ use tokio::sync::OnceCell;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::cache::CodeCache;
-use crate::guest;
+use crate::engine::cache::CodeCache;
 use crate::sandbox::{self, CodeError, PluginPre, StoreState};
 
 /// How an engine is set up. The defaults are what the `toolcell` command runs with,

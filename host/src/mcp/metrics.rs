@@ -1,4 +1,4 @@
-//! `serve --metrics ADDR`: the runtime's statistics ([`crate::stats`]) in Prometheus'
+//! `serve --metrics ADDR`: the runtime's statistics ([`crate::output::stats`]) in Prometheus'
 //! text format (version 0.0.4) at [`METRICS_ENDPOINT`], read afresh at every scrape and
 //! encoded by the `prometheus-client` crate.
 //!
@@ -9,8 +9,8 @@
 //! | `toolcell_fuel_used_total` | counter | `tool`, `plugin` |
 //! | `toolcell_plugin_peak_memory_bytes` | gauge | `plugin` |
 //!
-//! [`OUTCOMES`]: crate::stats::OUTCOMES
-//! [`LATENCY_BUCKETS`]: crate::stats::LATENCY_BUCKETS
+//! [`OUTCOMES`]: crate::output::stats::OUTCOMES
+//! [`LATENCY_BUCKETS`]: crate::output::stats::LATENCY_BUCKETS
 
 use std::convert::Infallible;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -31,7 +31,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
 use crate::Runtime;
-use crate::stats::Stats;
+use crate::output::stats::Stats;
 
 /// Where the metrics are served.
 pub const METRICS_ENDPOINT: &str = "/metrics";

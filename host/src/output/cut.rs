@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::limits::{format_bytes, prefix_within};
+use crate::base::limits::{format_bytes, prefix_within};
 
 /// The default [`OutputLimits::max_lines`].
 pub const DEFAULT_MAX_LINES: usize = 2000;

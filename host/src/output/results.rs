@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::SystemTime;
 
-use crate::atomic_file::{Readers, write_atomically};
-use crate::cache::create_private_dir;
-use crate::limits::{MIB, format_bytes};
+use crate::base::atomic_file::create_private_dir;
+use crate::base::atomic_file::{Readers, write_atomically};
+use crate::base::limits::{MIB, format_bytes};
 
 /// The default [`ResultStore`] size cap.
 pub const DEFAULT_MAX_BYTES: u64 = 100 * MIB;

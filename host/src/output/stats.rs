@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::fast_map::FastMap;
-use crate::outcome::CallOutcome;
+use crate::base::fast_map::FastMap;
+use crate::output::outcome::CallOutcome;
 
 /// Every outcome label a call is counted under, in a fixed order: the labels of
 /// [`CallOutcome::label`].

@@ -19,9 +19,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::info::ToolInfo;
-use crate::permissions::Decision;
-use crate::plugin_info::PluginInfo;
+use crate::config::permissions::Decision;
+use crate::policy::plugin_info::PluginInfo;
+use crate::tool::info::ToolInfo;
 
 /// The priority of an embedder's resolver unless it says otherwise: before the user's
 /// rules.

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::grants::Grants;
-use crate::manifest::Manifest;
+use crate::artifact::manifest::Manifest;
+use crate::config::grants::Grants;
 
 /// A loaded plugin.
 #[derive(Debug, Clone, PartialEq)]

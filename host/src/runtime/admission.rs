@@ -13,14 +13,16 @@
 use std::path::Path;
 
 use crate::artifact::Artifact;
-use crate::cache::sha256_hex;
-use crate::diagnostic::{DiagnosticKind, Severity};
-use crate::guest::LUA_GUEST_WASM;
-use crate::integrity::Pins;
-use crate::manifest::{self, Manifest};
-use crate::signature::{PublicKey, SIGNING_UNAVAILABLE, TrustPolicy, UnsignedPolicy, Verdict};
-use crate::wit_version;
-use crate::wording::file_name;
+use crate::artifact::integrity::Pins;
+use crate::artifact::manifest::{self, Manifest};
+use crate::artifact::signature::{
+    PublicKey, SIGNING_UNAVAILABLE, TrustPolicy, UnsignedPolicy, Verdict,
+};
+use crate::artifact::wit_version;
+use crate::base::wording::file_name;
+use crate::engine::cache::sha256_hex;
+use crate::engine::guest::LUA_GUEST_WASM;
+use crate::runtime::diagnostic::{DiagnosticKind, Severity};
 
 /// The code of a plugin.
 pub(crate) enum Code {

@@ -10,7 +10,7 @@
 //! root, both with symlinks resolved:
 //!
 //! - a root that is, or lies inside, a trusted path is refused;
-//! - a trusted path inside the root is out of plugins' reach: [`crate::files::FileRoot`]
+//! - a trusted path inside the root is out of plugins' reach: [`crate::services::files::FileRoot`]
 //!   refuses to read or write it (and the builder does not use a cache that lies there).
 
 use std::os::unix::ffi::OsStrExt;

@@ -36,7 +36,7 @@ pub struct ToolInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListedTool {
     /// The name the model sees and calls: an alias, the tool's own name, or the wire
-    /// name of its path ([`crate::names::wire_name`]).
+    /// name of its path ([`crate::tool::names::wire_name`]).
     pub name: String,
     /// What the model reads: the session's override, else `[tools.NAME] description`,
     /// else the plugin's.

@@ -3,7 +3,7 @@
 //!
 //! - A plugin id is one segment (`notes`) or a namespace and a name (`acme/notes`); each
 //!   segment is 1 to 64 of `a-z`, `0-9`, `-`, `.` and `_` (see
-//!   [`crate::manifest::check_id`]).
+//!   [`crate::artifact::manifest::check_id`]).
 //! - A tool's path is its plugin's id, `/`, and its name: `acme/notes/note_read`. Tool
 //!   names never contain `/`, so the last segment is always the name.
 //! - A wire name is what a model provider accepts as a tool name
@@ -15,7 +15,7 @@ use std::fmt;
 use globset::{GlobBuilder, GlobMatcher};
 use sha2::{Digest, Sha256};
 
-use crate::schema::{MAX_TOOL_NAME, is_valid_tool_name};
+use crate::tool::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 
 /// What joins the segments of a path in its readable wire name.
 const WIRE_SEPARATOR: &str = "__";

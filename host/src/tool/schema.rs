@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::info::{ListedTool, ToolInfo};
+use crate::tool::info::{ListedTool, ToolInfo};
 
 /// Keywords whose value is an array (JSON Schema 2020-12 and draft-07).
 const ARRAY_KEYWORDS: [&str; 8] = [

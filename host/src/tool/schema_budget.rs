@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use regex_automata::meta;
 use serde_json::Value;
 
-use crate::limits::{SchemaBudget, format_bytes};
+use crate::base::limits::{SchemaBudget, format_bytes};
 
 /// Why a schema was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

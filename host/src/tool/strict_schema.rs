@@ -19,8 +19,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::info::ListedTool;
-use crate::schema::parameters;
+use crate::tool::info::ListedTool;
+use crate::tool::schema::parameters;
 
 /// Keywords kept as they are (their values hold no subschema).
 const KEPT: [&str; 16] = [

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::wording::json_kind;
+use crate::base::wording::json_kind;
 
 /// The most problems one error message lists; the rest are counted.
 pub const MAX_LISTED: usize = 10;
@@ -211,7 +211,8 @@ mod tests {
     use super::*;
 
     fn compile(schema: &Value) -> Result<SchemaValidator, UnusableSchema> {
-        ValidatorCompiler::new(crate::limits::SchemaBudget::default().pattern_bytes).compile(schema)
+        ValidatorCompiler::new(crate::base::limits::SchemaBudget::default().pattern_bytes)
+            .compile(schema)
     }
 
     fn validator(schema: Value) -> SchemaValidator {

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions};
 
-use crate::limits::format_bytes;
-use crate::trusted::{Inside, TrustedPaths};
+use crate::base::limits::format_bytes;
+use crate::services::trusted::{Inside, TrustedPaths};
 
 /// How a plugin may use the file root: what a manifest asks for, what the user's
 /// policy allows, and what a plugin is granted (the lesser of the two).

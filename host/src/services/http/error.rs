@@ -1,7 +1,7 @@
 //! Why a request failed, worded for the plugin (`client_error.rs` sorts the client's
 //! failures into these reasons).
 
-use crate::limits::format_bytes;
+use crate::base::limits::format_bytes;
 
 /// Why a request failed. `Display` is the one-line message the plugin sees; each
 /// message names what failed and, where it helps, the host involved.
