@@ -10,7 +10,9 @@
 //!   file, never logged;
 //! - `layout`: the CNCF Wasm OCI artifact layout (config
 //!   `application/vnd.wasm.config.v0+json`, one `application/wasm` layer);
-//! - `registry`: one push or pull through `oci-client`, with the size of a pull bounded;
+//! - `registry`: one push (through `oci-client`) or pull;
+//! - `fetch`: a pull's requests, every response bounded by size and time, a layer held
+//!   to its declared size and digest;
 //! - `install`: the checks a pulled file passes before it is written, `pull` into a
 //!   directory, `install` with its lock record, and the re-install of a lock file;
 //! - `lock`: the install records in the lock file that `--lock` reads.
@@ -20,6 +22,8 @@ pub mod pack;
 
 #[cfg(feature = "oci")]
 mod credentials;
+#[cfg(feature = "oci")]
+mod fetch;
 #[cfg(feature = "oci")]
 mod install;
 #[cfg(feature = "oci")]
@@ -33,6 +37,10 @@ mod registry;
 
 #[cfg(feature = "oci")]
 pub use credentials::{PASSWORD_VAR, USERNAME_VAR};
+#[cfg(feature = "oci")]
+pub use fetch::{
+    MAX_MANIFEST_BYTES, MAX_SMALL_BODY_BYTES, RESPONSE_TIMEOUT, TRANSFER_TIMEOUT, Timeouts,
+};
 #[cfg(feature = "oci")]
 pub use install::{Installed, Installer, Verified, pull_into, pull_verified};
 #[cfg(feature = "oci")]
