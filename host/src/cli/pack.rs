@@ -8,9 +8,10 @@ use clap::Args;
 
 use super::{Readers, environment, usage_error, write_atomically};
 use crate::Severity;
-use crate::cache::sha256_hex;
+use crate::artifact::manifest;
+use crate::distribution::pack;
 use crate::engine::Options;
-use crate::{manifest, pack};
+use crate::engine::cache::sha256_hex;
 
 #[derive(Args)]
 pub(super) struct PackArgs {
