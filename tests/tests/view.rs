@@ -38,8 +38,6 @@ clm.tool_register("reindex", {
 })
 "#;
 
-const NOTES_MANIFEST: &str = "id = \"acme/notes\"\n";
-
 /// `web`: a second `search`, and tools whose output is hostile or says what clm.config
 /// holds.
 const WEB: &str = r#"
@@ -60,11 +58,7 @@ clm.tool_register("config", {
 "#;
 
 fn fixture() -> Fixture {
-    Fixture::new(&[
-        ("notes.lua", NOTES),
-        ("notes.lua.toml", NOTES_MANIFEST),
-        ("web.lua", WEB),
-    ])
+    Fixture::new(&[("acme+notes.lua", NOTES), ("web.lua", WEB)])
 }
 
 async fn run(call: toolcell::Call) -> CallOutcome {
@@ -93,7 +87,7 @@ async fn every_tool_answers_to_its_path_and_a_second_registration_is_kept() {
     let fixture = fixture();
     let runtime = fixture.load().await;
 
-    // acme/notes (notes.lua) loads before web (web.lua): its `search` keeps the name.
+    // acme/notes (acme+notes.lua) loads before web (web.lua): its `search` keeps the name.
     assert_eq!(output(&runtime, "search", "{}").await, "notes search");
     assert_eq!(
         output(&runtime, "acme/notes/search", "{}").await,
@@ -600,7 +594,7 @@ async fn an_enveloped_structured_result_is_text_only() {
 }
 
 #[tokio::test]
-async fn annotations_follow_no_prompt_and_the_plugins_grants() {
+async fn annotations_follow_the_plugins_grants_and_never_no_prompt() {
     let fixture = tally_fixture();
     let runtime = fixture.load().await;
     let session = Session::new();
@@ -617,17 +611,18 @@ async fn annotations_follow_no_prompt_and_the_plugins_grants() {
         annotations("search"),
         json!({ "title": "Web search", "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true })
     );
-    // no_prompt: its author says it changes nothing; it may still reach the web.
+    // no_prompt: its author says it changes nothing, but its plugin may write files and
+    // reach the web, and the hint is the grants'.
     assert_eq!(
         annotations("peek"),
-        json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": true })
+        json!({ "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true })
     );
-    // With read-only files granted by the policy, web's tools change nothing either.
+    // With read-only files granted by the policy, web's tools may still send requests.
     let read_only = fixture
         .load_with(|builder| builder.file_access(toolcell::files::FileAccess::ReadOnly))
         .await;
     let tool = listed(&read_only, &session, "search");
-    assert!(tool.read_only && tool.open_world);
+    assert!(!tool.read_only && tool.open_world);
 }
 
 /// Every progress update of `call` until it ends, with the outcome.

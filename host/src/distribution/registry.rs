@@ -1,20 +1,19 @@
-//! Pushing and pulling one plugin artifact, through `oci-client` (the ORAS project's
-//! OCI distribution client).
+//! Pushing and pulling one plugin artifact, through `fetch`, which bounds every
+//! response of a registry (one a reference or a committed lock file names may be
+//! anyone's).
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, RegistryOperation};
-use reqwest::header::HeaderValue;
 
+use super::fetch::{Fetcher, Timeouts, describe};
 use super::layout::{self, MANIFEST_MEDIA_TYPE};
 use super::reference::ArtifactRef;
 use super::{DistributionError, credentials};
 use crate::artifact::Artifact;
-use crate::cache::sha256_hex;
-use crate::manifest::Manifest;
+use crate::artifact::manifest::Manifest;
+use crate::engine::cache::sha256_hex;
 
 /// The largest artifact pulled, by default: the JavaScript and Python runtimes make
 /// plugins of 12-18 MB.
@@ -26,6 +25,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a registry may stay silent while a request runs.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What toolcell calls itself to registries.
+const USER_AGENT: &str = concat!("toolcell/", env!("CARGO_PKG_VERSION"));
+
 /// How toolcell talks to registries.
 #[derive(Debug, Clone)]
 pub struct RegistryOptions {
@@ -34,6 +36,8 @@ pub struct RegistryOptions {
     pub plain_http: bool,
     /// The largest artifact pulled.
     pub max_artifact_bytes: u64,
+    /// How long responses may take to arrive whole.
+    pub timeouts: Timeouts,
 }
 
 impl Default for RegistryOptions {
@@ -41,6 +45,7 @@ impl Default for RegistryOptions {
         RegistryOptions {
             plain_http: false,
             max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -68,66 +73,42 @@ pub struct Pulled {
     pub bytes: Vec<u8>,
 }
 
-/// A client for the registry of one reference.
-struct Session {
-    client: Client,
-    reference: ArtifactRef,
-}
-
-impl Session {
-    /// Connects to `reference`'s registry with the user's credentials for it.
-    async fn open(
-        reference: &ArtifactRef,
-        options: &RegistryOptions,
-        operation: RegistryOperation,
-    ) -> Result<Session, DistributionError> {
-        let protocol = if options.plain_http {
-            ClientProtocol::Http
-        } else if reference.is_loopback() {
-            ClientProtocol::HttpsExcept(vec![reference.registry().to_string()])
-        } else {
-            ClientProtocol::Https
-        };
-        let config = ClientConfig {
-            protocol,
-            connect_timeout: Some(CONNECT_TIMEOUT),
-            read_timeout: Some(READ_TIMEOUT),
-            // A plugin artifact is one manifest, never an index to choose from.
-            platform_resolver: None,
-            user_agent: concat!("toolcell/", env!("CARGO_PKG_VERSION")),
-            ..ClientConfig::default()
-        };
-        let client = Client::try_from(config).map_err(|error| DistributionError::Registry {
+/// A client for `reference`'s repository with the user's credentials for its
+/// registry, over plain HTTP for this machine's registries or with `--plain-http`.
+fn fetcher_for(
+    reference: &ArtifactRef,
+    options: &RegistryOptions,
+) -> Result<Fetcher, DistributionError> {
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .user_agent(USER_AGENT)
+        .build()
+        .map_err(|error| DistributionError::Registry {
             reference: reference.to_string(),
             why: describe(&error),
         })?;
-        let (auth, source) = credentials::for_registry(reference.registry())?;
-        tracing::info!(
-            "registry {}: {}",
-            reference.registry(),
-            match auth {
-                RegistryAuth::Anonymous => "anonymous".to_string(),
-                _ => format!("credentials from {source}"),
-            }
-        );
-        let session = Session {
-            client,
-            reference: reference.clone(),
-        };
-        session
-            .client
-            .auth(reference.oci_client_reference(), &auth, operation)
-            .await
-            .map_err(|error| session.error(&error))?;
-        Ok(session)
-    }
+    let (auth, source) = credentials::for_registry(reference.registry())?;
+    log_credentials(reference, &auth, &source);
+    Ok(Fetcher::new(
+        client,
+        reference.oci_client_reference(),
+        options.plain_http || reference.is_loopback(),
+        auth,
+        options.timeouts,
+    ))
+}
 
-    fn error(&self, error: &oci_client::errors::OciDistributionError) -> DistributionError {
-        DistributionError::Registry {
-            reference: self.reference.to_string(),
-            why: describe(error),
+/// Says (at `info`) which credentials go to `reference`'s registry.
+fn log_credentials(reference: &ArtifactRef, auth: &RegistryAuth, source: &str) {
+    tracing::info!(
+        "registry {}: {}",
+        reference.registry(),
+        match auth {
+            RegistryAuth::Anonymous => "anonymous".to_string(),
+            _ => format!("credentials from {source}"),
         }
-    }
+    );
 }
 
 /// Pushes the plugin file `bytes` to `reference` in the Wasm artifact layout.
@@ -161,29 +142,26 @@ pub async fn push(
     let plugin = Manifest::parse_bytes(manifest_bytes)
         .map_err(|error| DistributionError::NotAPlugin(format!("its manifest: {error}")))?;
     let image = layout::image(bytes, &artifact, &plugin)?;
-    let session = Session::open(reference, options, RegistryOperation::Push).await?;
-    let target = reference.oci_client_reference();
+    let failed = |why: String| DistributionError::Registry {
+        reference: reference.to_string(),
+        why,
+    };
+    let mut fetcher = fetcher_for(reference, options)?;
     let config_digest = format!("sha256:{}", sha256_hex(&image.config));
-    session
-        .client
-        .push_blob(target, bytes.to_vec(), &image.layer_digest)
+    fetcher
+        .upload(&image.layer_digest, bytes)
         .await
-        .map_err(|error| session.error(&error))?;
-    session
-        .client
-        .push_blob(target, image.config.clone(), &config_digest)
+        .map_err(|why| failed(format!("uploading the component failed: {why}")))?;
+    fetcher
+        .upload(&config_digest, &image.config)
         .await
-        .map_err(|error| session.error(&error))?;
+        .map_err(|why| failed(format!("uploading the config failed: {why}")))?;
     let digest = format!("sha256:{}", sha256_hex(&image.manifest));
-    session
-        .client
-        .push_manifest_raw(
-            target,
-            image.manifest,
-            HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
-        )
+    let tag = reference.oci_client_reference().tag().unwrap_or("latest");
+    fetcher
+        .put_manifest(tag, MANIFEST_MEDIA_TYPE, &image.manifest)
         .await
-        .map_err(|error| session.error(&error))?;
+        .map_err(|why| failed(format!("storing the manifest failed: {why}")))?;
     Ok(Pushed {
         reference: reference.pinned(&digest),
         digest,
@@ -193,79 +171,62 @@ pub async fn push(
 
 /// Pulls the plugin file at `reference`: the manifest (checked against the
 /// reference's digest when it has one), then its one component layer, at most
-/// `options.max_artifact_bytes` of it, checked against the layer's digest.
+/// `options.max_artifact_bytes` of it, held to its declared size and its digest.
+/// Every response is bounded in size and time (`fetch`).
 pub async fn pull(
     reference: &ArtifactRef,
     options: &RegistryOptions,
 ) -> Result<Pulled, DistributionError> {
-    let session = Session::open(reference, options, RegistryOperation::Pull).await?;
+    let failed = |why: String| DistributionError::Registry {
+        reference: reference.to_string(),
+        why,
+    };
+    let mut fetcher = fetcher_for(reference, options)?;
     let target = reference.oci_client_reference();
-    let (manifest, digest) = session
-        .client
-        .pull_image_manifest(target, &RegistryAuth::Anonymous)
-        .await
-        .map_err(|error| session.error(&error))?;
-    let not_a_plugin = |error: DistributionError| DistributionError::Registry {
-        reference: reference.to_string(),
-        why: error.to_string(),
+    let tag_or_digest = match (target.digest(), target.tag()) {
+        (Some(digest), _) => digest,
+        (None, Some(tag)) => tag,
+        (None, None) => "latest",
     };
-    let layer = layout::component_layer(&manifest).map_err(not_a_plugin)?;
+    let bytes = fetcher
+        .manifest(tag_or_digest, MANIFEST_MEDIA_TYPE)
+        .await
+        .map_err(failed)?;
+    let digest = format!("sha256:{}", sha256_hex(&bytes));
+    if let Some(wanted) = reference.digest()
+        && wanted != digest
+    {
+        return Err(failed(format!(
+            "the manifest's digest is {digest}, not the {wanted} asked for"
+        )));
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&bytes).map_err(|error| {
+        failed(format!(
+            "its manifest is not an OCI image manifest: {error}"
+        ))
+    })?;
+    let layer = layout::component_layer(&manifest).map_err(|error| failed(error.to_string()))?;
     let limit = options.max_artifact_bytes;
-    let too_large = |size: u64| DistributionError::TooLarge {
-        reference: reference.to_string(),
-        size,
-        limit,
-    };
-    let announced = u64::try_from(layer.size).unwrap_or(u64::MAX);
-    if announced > limit {
-        return Err(too_large(announced));
-    }
-    let mut stream = session
-        .client
-        .pull_blob_stream(target, &layer)
-        .await
-        .map_err(|error| session.error(&error))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| DistributionError::Registry {
+    let size = u64::try_from(layer.size).map_err(|_| {
+        failed(format!(
+            "its manifest declares a component of {} bytes",
+            layer.size
+        ))
+    })?;
+    if size > limit {
+        return Err(DistributionError::TooLarge {
             reference: reference.to_string(),
-            why: format!("downloading the component failed: {}", describe(&error)),
-        })?;
-        if (bytes.len() + chunk.len()) as u64 > limit {
-            return Err(too_large((bytes.len() + chunk.len()) as u64));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    // The client checks too; this check does not depend on how it does.
-    let actual = format!("sha256:{}", sha256_hex(&bytes));
-    if actual != layer.digest {
-        return Err(DistributionError::Registry {
-            reference: reference.to_string(),
-            why: format!(
-                "the component's digest is {actual}, but the manifest says {}",
-                layer.digest
-            ),
+            size,
+            limit,
         });
     }
+    let bytes = fetcher
+        .blob(&layer.digest, size)
+        .await
+        .map_err(|why| failed(format!("downloading the component failed: {why}")))?;
     Ok(Pulled {
         reference: reference.pinned(&digest),
         digest,
         bytes,
     })
-}
-
-/// An error and its causes, on one line ("error sending request ...: connection
-/// refused").
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }

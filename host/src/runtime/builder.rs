@@ -10,32 +10,33 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
-use crate::cache::CodeCache;
+use crate::artifact::integrity::Pins;
+use crate::artifact::manifest::sidecar_path;
+use crate::artifact::signature::TrustPolicy;
+use crate::base::limits::Limits;
+use crate::config::grants::{CapabilityPolicy, CommandLine};
 use crate::config::{Config, HttpSection};
-use crate::debug_log::DebugLog;
+use crate::engine::cache::CodeCache;
 use crate::engine::{Engine, EngineError, Options};
-use crate::envelope::{Envelope, UntrustedOutput};
-use crate::files::{FileAccess, FileRoot, Files, RootError};
-use crate::grants::{CapabilityPolicy, CommandLine};
-use crate::http::HostGrant;
-use crate::integrity::Pins;
-use crate::limits::Limits;
-use crate::log_listener::LogListener;
-use crate::manifest::sidecar_path;
+use crate::output::envelope::{Envelope, UntrustedOutput};
+use crate::output::results::ResultStore;
+use crate::output::stats::Meters;
 use crate::policy::{
     Approvals, Caps, Chain, CommandLineRules, DEFAULT_INTERCEPTOR_TIMEOUT, Interceptor,
     Interceptors, PermissionHandler, Policy as CallPolicy, RegisteredResolver, Resolver, RuleError,
     Rules, Verdict,
 };
-use crate::results::ResultStore;
+use crate::runtime::admission::Sidecar;
 use crate::sandbox::SharedServices;
-use crate::signature::TrustPolicy;
-use crate::stats::Meters;
-use crate::trusted::{TrustedPaths, relative_to};
+use crate::services::debug_log::DebugLog;
+use crate::services::files::{FileAccess, FileRoot, Files, RootError};
+use crate::services::http::HostGrant;
+use crate::services::log_listener::LogListener;
+use crate::services::trusted::{TrustedPaths, relative_to};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
-use super::plugin::{PluginDirs, PluginEntry};
+use super::plugin::{FileIds, PluginDirs, PluginEntry, PluginFile};
 use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
@@ -69,6 +70,26 @@ pub enum BuildError {
     Config(String),
 }
 
+/// Adds to `trusted` what the plugin files found in plugin directories, and their
+/// sidecar manifests, point to when they are symlinks: the directory is trusted, but
+/// a link's target may lie anywhere, in the file root too, where a plugin could
+/// rewrite another plugin's code. (A file given alone is trusted through its links
+/// already.)
+fn trust_link_targets(files: &[PluginFile], trusted: &mut TrustedPaths) {
+    let is_link = |path: &Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink())
+    };
+    for file in files {
+        if is_link(&file.path) {
+            trusted.add("the plugin file", &file.path);
+        }
+        let sidecar = sidecar_path(&file.path);
+        if !matches!(file.sidecar, Sidecar::NotListed) && is_link(&sidecar) {
+            trusted.add("the plugin manifest", &sidecar);
+        }
+    }
+}
+
 /// Configures and loads a [`Runtime`].
 #[derive(Default)]
 pub struct RuntimeBuilder {
@@ -96,6 +117,9 @@ pub struct RuntimeBuilder {
     untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
+    /// Files the embedder's host reads for itself (a bearer token, a key), with what
+    /// messages call them.
+    host_files: Vec<(&'static str, PathBuf)>,
 }
 
 impl RuntimeBuilder {
@@ -123,14 +147,14 @@ impl RuntimeBuilder {
     /// directory or an ancestor of it (then plugins get no file access, with a warning:
     /// they could change the user's startup files). A root that is, or lies inside, a
     /// path the host trusts (a plugin directory, the cache, ...) is refused; such paths
-    /// inside the root are out of plugins' reach (see [`crate::trusted`]).
+    /// inside the root are out of plugins' reach (see [`crate::services::trusted`]).
     pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
         self.root = Some(root.into());
         self
     }
 
     /// The limits every plugin starts from: the defaults, which the configuration
-    /// file refines (see [`crate::grants`] for the order of precedence).
+    /// file refines (see [`crate::config::grants`] for the order of precedence).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -191,7 +215,7 @@ impl RuntimeBuilder {
 
     /// How the output of plugins that are not trusted reaches the model, over the
     /// configuration's `[output] untrusted` (`--untrusted-output`); a plugin's own
-    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::envelope`]).
+    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::output::envelope`]).
     pub fn untrusted_output(mut self, mode: UntrustedOutput) -> Self {
         self.untrusted_output = Some(mode);
         self
@@ -267,6 +291,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Marks `path` as a file the host reads for itself (`what` names it in messages:
+    /// "the bearer token file"): like the config and lock files, plugins may neither
+    /// read nor change it when it lies in their file root, whether given there or
+    /// reached through a symlink, and a root inside it is refused.
+    pub fn host_file(mut self, what: &'static str, path: impl Into<PathBuf>) -> Self {
+        self.host_files.push((what, path.into()));
+        self
+    }
+
     /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
     /// them nowhere). Default: the configuration's `[output] results_dir`, else
     /// `results/` in the directory of the engine's compiled-code cache.
@@ -292,6 +325,7 @@ impl RuntimeBuilder {
         };
         let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files, &mut trusted);
         let files = dirs.discover()?;
+        trust_link_targets(&files, &mut trusted);
         let debug_log = match &self.debug_log {
             Some(path) => {
                 Some(Arc::new(DebugLog::open(path).map_err(|error| {
@@ -370,9 +404,10 @@ impl RuntimeBuilder {
         // what they wait on (reading large files, compiling) already runs on the
         // blocking pool, instances are created one at a time anyway (`sandbox::turns`),
         // and a load handed to another thread costs two cross-thread wake-ups.
+        let ids = Arc::new(FileIds::of(&files));
         let loads = files.into_iter().map(|file| {
             // Boxed: a load's future is large, and joining moves it.
-            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone())))
+            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone(), ids.clone())))
                 .catch_unwind()
                 .map(move |loaded| {
                     loaded.unwrap_or_else(|_| {
@@ -395,7 +430,7 @@ impl RuntimeBuilder {
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
-            run: crate::results::new_run(),
+            run: crate::output::results::new_run(),
             results,
             max_args_bytes,
             dirs,
@@ -410,7 +445,7 @@ impl RuntimeBuilder {
         Ok(runtime)
     }
 
-    /// Everything this runtime's host trusts on disk (see [`crate::trusted`]), with
+    /// Everything this runtime's host trusts on disk (see [`crate::services::trusted`]), with
     /// `results`, the result store.
     fn trusted_paths(&self, engine: &Engine, results: Option<&ResultStore>) -> TrustedPaths {
         let mut trusted = TrustedPaths::default();
@@ -435,6 +470,9 @@ impl RuntimeBuilder {
         }
         if let Some(store) = results {
             trusted.add("the result store", store.dir());
+        }
+        for (what, path) in &self.host_files {
+            trusted.add(what, path);
         }
         trusted
     }
