@@ -17,21 +17,18 @@ pub fn toolchain() -> Result<Toolchain, String> {
 /// `script` packed compiled ahead of time under the id `id`, and how long packing took.
 pub async fn pack(script: &str, id: &str, toolchain: &Toolchain) -> (Vec<u8>, Duration) {
     let start = Instant::now();
-    let bytes = toolcell::pack::pack_lua_compiled(
-        script.as_bytes(),
-        &Manifest::clm_default(id),
-        toolchain,
-    )
-    .await
-    .unwrap_or_else(|error| panic!("packing {id} compiled: {error}"));
+    let bytes =
+        toolcell::pack::pack_lua_compiled(script.as_bytes(), &Manifest::clm_default(id), toolchain)
+            .await
+            .unwrap_or_else(|error| panic!("packing {id} compiled: {error}"));
     (bytes, start.elapsed())
 }
 
 /// `script` packed to be interpreted, and how long packing took.
 pub fn pack_interpreted(script: &str, id: &str) -> (Vec<u8>, Duration) {
     let start = Instant::now();
-    let bytes = toolcell::pack::pack_lua(script.as_bytes(), &Manifest::clm_default(id))
-        .expect("packs");
+    let bytes =
+        toolcell::pack::pack_lua(script.as_bytes(), &Manifest::clm_default(id)).expect("packs");
     (bytes, start.elapsed())
 }
 
@@ -128,7 +125,11 @@ pub async fn costs(flags: crate::EngineFlags) {
         dir
     };
     for (what, plain_dir, compiled_dir) in [
-        ("1000 copies of one plugin", copies(&plain), copies(&compiled)),
+        (
+            "1000 copies of one plugin",
+            copies(&plain),
+            copies(&compiled),
+        ),
         (
             "10 distinct plugins",
             distinct(&distinct_plain),

@@ -64,265 +64,95 @@ pub fn attacks() -> Vec<Attack> {
     .concat()
 }
 
+// One attack a line or two, as the other categories are; rustfmt would spread them out.
+#[rustfmt::skip]
 fn cpu() -> Vec<Attack> {
     vec![
-        attack(
-            Cpu,
-            "goto_loop",
-            "a loop of goto alone, no calls, in a call",
-        )
-        .compiled_too()
-        .fails_as(
-            "goto_spin",
-            "{}",
-            "timed_out",
-            "tool 'goto_spin' timed out after 200 ms",
-        )
-        .completes("goto_calls", "{}", "1"),
-        attack(
-            Cpu,
-            "call_spin",
-            "endless tail calls and endless branching recursion, no loops",
-        )
-        .compiled_too()
-        .fails_as(
-            "tail_spin",
-            "{}",
-            "timed_out",
-            "tool 'tail_spin' timed out after 200 ms",
-        )
-        .fails_as(
-            "fib_spin",
-            "{}",
-            "timed_out",
-            "tool 'fib_spin' timed out after 200 ms",
-        )
-        .completes("spin_calls", "{}", "2"),
-        attack(
-            Cpu,
-            "load_backtrack",
-            "catastrophic pattern backtracking in C at load time",
-        )
-        .compiled_too()
-        .load_fails(
-            "plugin {file} failed to load: its load-time code ran past the 500 ms deadline",
-        ),
-        attack(
-            Cpu,
-            "gsub_flood",
-            "huge string.rep + gsub in a loop: C work charged to the check",
-        )
-        .compiled_too()
-        .fails_as(
-            "flood",
-            "{}",
-            "timed_out",
-            "tool 'flood' timed out after 300 ms",
-        )
-        .completes("flood_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "c_loop",
-            "a loop inside one C function: string.rep(\"\", 2^53)",
-        )
-        .fails_as(
-            "c_spin",
-            "{}",
-            "crashed",
-            &crashed("c_loop", PAST_DEADLINE_IN_C),
-        )
-        .completes("c_calls", "{}", "0"),
-        attack(
-            Cpu,
-            "callbacks_from_c",
-            "Lua callbacks C runs in a loop, without calls or loops",
-        )
-        .compiled_too()
-        .packed_too()
-        .fails_as(
-            "move_spin",
-            "{}",
-            "timed_out",
-            "tool 'move_spin' timed out after 200 ms",
-        )
-        .fails_as(
-            "concat_spin",
-            "{}",
-            "timed_out",
-            "tool 'concat_spin' timed out after 200 ms",
-        )
-        .fails_as(
-            "sort_spin",
-            "{}",
-            "timed_out",
-            "tool 'sort_spin' timed out after 200 ms",
-        )
-        .fails_as(
-            "lt_spin",
-            "{}",
-            "timed_out",
-            "tool 'lt_spin' timed out after 200 ms",
-        )
-        .fails_as(
-            "gsub_spin",
-            "{}",
-            "timed_out",
-            "tool 'gsub_spin' timed out after 20 ms",
-        )
-        .completes("callback_calls", "{}", "5"),
-        attack(
-            Cpu,
-            "close_after_deadline",
-            "<close> handlers that never end, after the deadline",
-        )
-        .compiled_too()
-        .packed_too()
-        .fails_as(
-            "close_spin",
-            "{}",
-            "timed_out",
-            "tool 'close_spin' timed out after 200 ms",
-        )
-        .fails_as(
-            "close_spin_pcall",
-            "{}",
-            "timed_out",
-            "tool 'close_spin_pcall' timed out after 200 ms",
-        )
-        .fails_as(
-            "close_spin_task",
-            "{}",
-            "timed_out",
-            "tool 'close_spin_task' timed out after 200 ms",
-        )
-        .completes("close_calls", "{}", "3"),
-        attack(
-            Cpu,
-            "finalizer_spin",
-            "finalizers that never end, in the call that collects them",
-        )
-        .compiled_too()
-        .packed_too()
-        .completes("litter", "{}", "littered")
-        .fails_as(
-            "victim",
-            "{}",
-            "timed_out",
-            &timed_out_in_finalizer("victim", 300),
-        )
-        .fails_as(
-            "own_garbage",
-            "{}",
-            "timed_out",
-            &timed_out_in_finalizer("own_garbage", 300),
-        )
-        .completes("finalizer_calls", "{}", "3"),
-        attack(
-            Cpu,
-            "host_service_spin",
-            "loops of host services and JSON work the VM count misses",
-        )
-        .compiled_too()
-        .packed_too()
-        .fails_as(
-            "read_spin",
-            "{}",
-            "timed_out",
-            "tool 'read_spin' timed out after 300 ms",
-        )
-        .fails_as(
-            "read_spin_kept",
-            "{}",
-            "timed_out",
-            "tool 'read_spin_kept' timed out after 300 ms",
-        )
-        .fails_as(
-            "write_spin",
-            "{}",
-            "timed_out",
-            "tool 'write_spin' timed out after 300 ms",
-        )
-        .fails_as(
-            "decode_spin",
-            "{}",
-            "timed_out",
-            "tool 'decode_spin' timed out after 300 ms",
-        )
-        .completes("service_calls", "{}", "4"),
-        attack(
-            Cpu,
-            "lua_recursion",
-            "unbounded Lua recursion, caught and uncaught",
-        )
-        .compiled_too()
-        // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
-        // stops the recursion first.
-        .completes("recurse_caught", "{}", "false | not enough memory")
-        .fails_as("recurse", "{}", "out_of_memory", OUT_OF_MEMORY)
-        .completes("recurse_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "c_recursion",
-            "recursion through C: gsub callbacks, an __index loop",
-        )
-        .compiled_too()
-        // Raised inside C (gsub), where Lua has no line to add.
-        .completes("through_gsub", "{}", "false | C stack overflow")
-        .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
-        attack(
-            Cpu,
-            "task_spinners",
-            "a coroutine bomb: 1000 tasks that each spin forever",
-        )
-        .compiled_too()
-        .fails_as(
-            "spinners",
-            "{}",
-            "timed_out",
-            "tool 'spinners' timed out after 300 ms",
-        )
-        .completes("spinners_alive", "{}", "alive"),
+        attack(Cpu, "goto_loop", "a loop of goto alone, no calls, in a call")
+            .compiled_too()
+            .fails_as("goto_spin", "{}", "timed_out", "tool 'goto_spin' timed out after 200 ms")
+            .completes("goto_calls", "{}", "1"),
+        attack(Cpu, "call_spin", "endless tail calls and endless branching recursion, no loops")
+            .compiled_too()
+            .fails_as("tail_spin", "{}", "timed_out", "tool 'tail_spin' timed out after 200 ms")
+            .fails_as("fib_spin", "{}", "timed_out", "tool 'fib_spin' timed out after 200 ms")
+            .completes("spin_calls", "{}", "2"),
+        attack(Cpu, "load_backtrack", "catastrophic pattern backtracking in C at load time")
+            .compiled_too()
+            .load_fails(
+                "plugin {file} failed to load: its load-time code ran past the 500 ms deadline",
+            ),
+        attack(Cpu, "gsub_flood", "huge string.rep + gsub in a loop: C work charged to the check")
+            .compiled_too()
+            .fails_as("flood", "{}", "timed_out", "tool 'flood' timed out after 300 ms")
+            .completes("flood_alive", "{}", "alive"),
+        attack(Cpu, "c_loop", "a loop inside one C function: string.rep(\"\", 2^53)")
+            .fails_as("c_spin", "{}", "crashed", &crashed("c_loop", PAST_DEADLINE_IN_C))
+            .completes("c_calls", "{}", "0"),
+        attack(Cpu, "callbacks_from_c", "Lua callbacks C runs in a loop, without calls or loops")
+            .compiled_too()
+            .packed_too()
+            .fails_as("move_spin", "{}", "timed_out", "tool 'move_spin' timed out after 200 ms")
+            .fails_as("concat_spin", "{}", "timed_out", "tool 'concat_spin' timed out after 200 ms")
+            .fails_as("sort_spin", "{}", "timed_out", "tool 'sort_spin' timed out after 200 ms")
+            .fails_as("lt_spin", "{}", "timed_out", "tool 'lt_spin' timed out after 200 ms")
+            .fails_as("gsub_spin", "{}", "timed_out", "tool 'gsub_spin' timed out after 20 ms")
+            .completes("callback_calls", "{}", "5"),
+        attack(Cpu, "close_after_deadline", "<close> handlers that never end, after the deadline")
+            .compiled_too()
+            .packed_too()
+            .fails_as("close_spin", "{}", "timed_out", "tool 'close_spin' timed out after 200 ms")
+            .fails_as("close_spin_pcall", "{}", "timed_out", "tool 'close_spin_pcall' timed out after 200 ms")
+            .fails_as("close_spin_task", "{}", "timed_out", "tool 'close_spin_task' timed out after 200 ms")
+            .completes("close_calls", "{}", "3"),
+        attack(Cpu, "finalizer_spin", "finalizers that never end, in the call that collects them")
+            .compiled_too()
+            .packed_too()
+            .completes("litter", "{}", "littered")
+            .fails_as("victim", "{}", "timed_out", &timed_out_in_finalizer("victim", 300))
+            .fails_as("own_garbage", "{}", "timed_out", &timed_out_in_finalizer("own_garbage", 300))
+            .completes("finalizer_calls", "{}", "3"),
+        attack(Cpu, "host_service_spin", "loops of host services and JSON work the VM count misses")
+            .compiled_too()
+            .packed_too()
+            .fails_as("read_spin", "{}", "timed_out", "tool 'read_spin' timed out after 300 ms")
+            .fails_as("read_spin_kept", "{}", "timed_out", "tool 'read_spin_kept' timed out after 300 ms")
+            .fails_as("write_spin", "{}", "timed_out", "tool 'write_spin' timed out after 300 ms")
+            .fails_as("decode_spin", "{}", "timed_out", "tool 'decode_spin' timed out after 300 ms")
+            .completes("service_calls", "{}", "4"),
+        attack(Cpu, "lua_recursion", "unbounded Lua recursion, caught and uncaught")
+            .compiled_too()
+            // Lua's stack may grow to a million slots, more than 8 MiB: the memory limit
+            // stops the recursion first.
+            .completes("recurse_caught", "{}", "false | not enough memory")
+            .fails_as("recurse", "{}", "out_of_memory", OUT_OF_MEMORY)
+            .completes("recurse_alive", "{}", "alive"),
+        attack(Cpu, "c_recursion", "recursion through C: gsub callbacks, an __index loop")
+            .compiled_too()
+            // Raised inside C (gsub), where Lua has no line to add.
+            .completes("through_gsub", "{}", "false | C stack overflow")
+            .fails("through_index", "{}", "c_recursion.lua:6: C stack overflow"),
+        attack(Cpu, "task_spinners", "a coroutine bomb: 1000 tasks that each spin forever")
+            .compiled_too()
+            .fails_as("spinners", "{}", "timed_out", "tool 'spinners' timed out after 300 ms")
+            .completes("spinners_alive", "{}", "alive"),
         attack(Cpu, "endless_task", "a task that never ends, waited for")
             .compiled_too()
-            .fails_as(
-                "endless",
-                "{}",
-                "timed_out",
-                "tool 'endless' timed out after 300 ms",
-            )
+            .fails_as("endless", "{}", "timed_out", "tool 'endless' timed out after 300 ms")
             .completes("endless_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "sort_comparator",
-            "Lua spinning inside a C function (a sort comparator)",
-        )
-        .compiled_too()
-        .fails_as(
-            "sort_spin",
-            "{}",
-            "timed_out",
-            "tool 'sort_spin' timed out after 200 ms",
-        )
-        .completes("sort_alive", "{}", "alive"),
-        attack(
-            Cpu,
-            "fuel_burn",
-            "pure computation behind pcall, under a small fuel budget",
-        )
-        .compiled_too()
-        .limits(Limits {
-            fuel: 300_000_000,
-            ..Limits::default()
-        })
-        .fails(
-            "burn",
-            "{}",
-            &crashed(
-                "fuel_burn",
-                "it ran out of fuel (its budget is 300000000 per call)",
-            ),
-        )
-        .completes("burn_alive", "{}", "alive"),
+        attack(Cpu, "sort_comparator", "Lua spinning inside a C function (a sort comparator)")
+            .compiled_too()
+            .fails_as("sort_spin", "{}", "timed_out", "tool 'sort_spin' timed out after 200 ms")
+            .completes("sort_alive", "{}", "alive"),
+        attack(Cpu, "fuel_burn", "pure computation behind pcall, under a small fuel budget")
+            .compiled_too()
+            .limits(Limits { fuel: 300_000_000, ..Limits::default() })
+            .fails(
+                "burn",
+                "{}",
+                &crashed("fuel_burn", "it ran out of fuel (its budget is 300000000 per call)"),
+            )
+            .completes("burn_alive", "{}", "alive"),
     ]
 }
 
