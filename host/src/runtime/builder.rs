@@ -96,6 +96,8 @@ pub struct RuntimeBuilder {
     untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
+    /// Whether plugins' `requires` and `conflicts` are ignored.
+    alone: bool,
 }
 
 impl RuntimeBuilder {
@@ -275,6 +277,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Registers every plugin whatever it requires or conflicts with: for a plugin file
+    /// loaded by itself to be looked at (`inspect`, `pack`'s check), where what it
+    /// requires is not there by design.
+    pub(crate) fn ignoring_dependencies(mut self) -> Self {
+        self.alone = true;
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
@@ -402,6 +412,7 @@ impl RuntimeBuilder {
             loader,
             policy: Arc::new(call_policy),
             gates: Vec::new(),
+            ignore_dependencies: self.alone,
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

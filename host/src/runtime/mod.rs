@@ -14,6 +14,7 @@
 //! `plugin` checks what a load produced; this module keeps the registry and makes calls.
 
 mod builder;
+mod dependencies;
 mod loader;
 mod offered;
 mod plugin;
@@ -174,6 +175,9 @@ pub struct Runtime {
     policy: Arc<Policy>,
     /// What the policy does with each tool's calls, parallel to `tools`.
     gates: Vec<Arc<Gate>>,
+    /// Whether plugins register whatever they require or conflict with
+    /// ([`RuntimeBuilder::ignoring_dependencies`]).
+    ignore_dependencies: bool,
 }
 
 impl Runtime {
@@ -358,8 +362,11 @@ impl Runtime {
         Some(self.apply(update))
     }
 
-    /// Derives the registry from the plugins in load order: the first plugin with an
-    /// id and the first registration of a name win, later ones are reported.
+    /// Derives the registry from the plugins in file order: the first plugin with an
+    /// id wins it; plugins whose requirements or conflicts fail are left out, and the
+    /// rest register in file order, each after the plugins it requires
+    /// (`dependencies`); the first registration of a name wins. What is left out is
+    /// reported.
     fn rebuild(&mut self) {
         self.infos.clear();
         self.tools.clear();
@@ -373,7 +380,9 @@ impl Runtime {
         self.entries.reserve(tools);
         self.gates.reserve(tools);
         let mut ids: FastMap<&str, &Path> = FastMap::default();
-        for plugin in &self.plugins {
+        // The plugins that loaded and hold their id, in file order.
+        let mut present = Vec::with_capacity(self.plugins.len());
+        for (index, plugin) in self.plugins.iter().enumerate() {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
             let Some(info) = &plugin.info else {
                 if let Some(failure) = plugin
@@ -402,6 +411,27 @@ impl Runtime {
                 continue;
             }
             ids.insert(&manifest.id, &plugin.file.path);
+            present.push(index);
+        }
+        let resolution = if self.ignore_dependencies {
+            dependencies::Resolution {
+                order: present,
+                refused: Vec::new(),
+            }
+        } else {
+            dependencies::resolve(&self.plugins, &present)
+        };
+        for (index, refusal) in resolution.refused {
+            mark_unavailable(
+                &mut self.unavailable,
+                &self.plugins[index],
+                &refusal.message,
+            );
+            self.diagnostics.push(refusal);
+        }
+        for index in resolution.order {
+            let plugin = &self.plugins[index];
+            let Some(info) = &plugin.info else { continue };
             self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {
