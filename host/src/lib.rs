@@ -73,7 +73,7 @@ pub use outcome::{CallOutcome, CrashCause, PluginFate};
 pub use plugin_info::PluginInfo;
 pub use progress::{BadProgress, Progress, ProgressUpdates};
 pub use runtime::{
-    BuildError, Call, CallOptions, InvokeError, ListedTool, PluginUpdate, ReservedCallId, Runtime,
-    RuntimeBuilder, Scope, Session, ToolInfo,
+    BuildError, Call, CallOptions, DEFAULT_SEARCH_LIMIT, InvokeError, ListedTool, MAX_SEARCH_LIMIT,
+    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, SEARCH_TOOLS, Scope, Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;

@@ -37,6 +37,7 @@ use super::Runtime;
 use super::loader::{Loader, Policy};
 use super::plugin::{PluginDirs, PluginEntry};
 use super::registry::{Names, Naming};
+use super::search::{Deferral, SEARCH_TOOLS};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -98,6 +99,8 @@ pub struct RuntimeBuilder {
     results: Option<Option<ResultStore>>,
     /// Whether plugins' `requires` and `conflicts` are ignored.
     alone: bool,
+    /// `None`: the configuration's `[tools] deferred`, else off.
+    deferred: Option<bool>,
 }
 
 impl RuntimeBuilder {
@@ -277,6 +280,16 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether sessions list a tool only once `search_tools` finds it (`serve
+    /// --deferred`), over the configuration's `[tools] deferred`; a plugin's own
+    /// `[plugins.ID] defer` still decides for its tools. Either way, a session offers
+    /// `search_tools` while some tool in its scope is deferred, and the name
+    /// `search_tools` is kept for it (see docs/tool-search.md).
+    pub fn deferred(mut self, deferred: bool) -> Self {
+        self.deferred = Some(deferred);
+        self
+    }
+
     /// Registers every plugin whatever it requires or conflicts with: for a plugin file
     /// loaded by itself to be looked at (`inspect`, `pack`'s check), where what it
     /// requires is not there by design.
@@ -349,6 +362,21 @@ impl RuntimeBuilder {
             meters: Meters::default(),
             approvals: Arc::new(Approvals::new(self.on_permission)),
         };
+        let deferral = Deferral {
+            default: self
+                .deferred
+                .or(self.config.tools.deferred)
+                .unwrap_or(false),
+            plugins: self
+                .config
+                .plugins
+                .iter()
+                .filter_map(|(id, plugin)| Some((id.clone(), plugin.defer?)))
+                .collect(),
+        };
+        if deferral.is_possible() {
+            self.reserved.insert(SEARCH_TOOLS.to_string());
+        }
         let naming = Naming {
             aliases: self
                 .config
@@ -413,6 +441,7 @@ impl RuntimeBuilder {
             policy: Arc::new(call_policy),
             gates: Vec::new(),
             ignore_dependencies: self.alone,
+            deferral,
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

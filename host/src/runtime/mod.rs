@@ -19,6 +19,7 @@ mod loader;
 mod offered;
 mod plugin;
 mod registry;
+mod search;
 mod session;
 
 use std::collections::HashMap;
@@ -52,6 +53,7 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use crate::info::{ListedTool, ToolInfo};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use plugin::PluginUpdate;
+pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
 pub use session::{Scope, Session};
 
 use loader::Loader;
@@ -178,6 +180,8 @@ pub struct Runtime {
     /// Whether plugins register whatever they require or conflict with
     /// ([`RuntimeBuilder::ignoring_dependencies`]).
     ignore_dependencies: bool,
+    /// Which tools a session lists only once `search_tools` finds them.
+    deferral: search::Deferral,
 }
 
 impl Runtime {
@@ -195,6 +199,13 @@ impl Runtime {
     /// wire name of a path (see [`crate::names::wire_name`]).
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
         self.names.resolve(name).map(|index| &self.tools[index])
+    }
+
+    /// Whether some tools may be deferred (`serve --deferred`, `[tools] deferred`,
+    /// `[plugins.ID] defer`): sessions then offer `search_tools` while any tool in
+    /// their scope is left to find, and their lists change as it finds them.
+    pub fn offers_tool_search(&self) -> bool {
+        self.deferral.is_possible()
     }
 
     /// The tag of the envelope around the output of calls made without a session
@@ -792,6 +803,8 @@ enum CallState {
         future: Pin<Box<dyn Future<Output = Finished> + Send>>,
         cancel: Arc<Cancellation>,
     },
+    /// Answered by the host itself (`search_tools`), not yet delivered.
+    Answered(Option<CallOutcome>),
     /// The outcome was delivered.
     Done,
 }
@@ -836,6 +849,27 @@ impl Output {
 }
 
 impl Call {
+    /// A call of `tool` the host answered itself with `outcome` (`search_tools`),
+    /// counted and cut as any other.
+    fn answered(runtime: &Runtime, tool: &ToolInfo, outcome: CallOutcome) -> Call {
+        let (_, progress) = progress::channel();
+        Call {
+            id: runtime.next_call.fetch_add(1, Ordering::Relaxed),
+            meter: runtime.policy.meters.tool(&tool.name, &tool.plugin),
+            span: tracing::Span::none(),
+            state: CallState::Answered(Some(outcome)),
+            progress,
+            output_validator: None,
+            output: Output {
+                limits: OutputLimits::default(),
+                results: runtime.results.clone(),
+                run: runtime.run,
+            },
+            keeping: None,
+            envelope: None,
+        }
+    }
+
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
@@ -873,7 +907,7 @@ impl Call {
         match &self.state {
             CallState::Running { handle, .. } => handle.cancel(self.id, reason),
             CallState::Gated { cancel, .. } => cancel.cancel(reason),
-            CallState::Done => {}
+            CallState::Answered(_) | CallState::Done => {}
         }
     }
 
@@ -928,6 +962,13 @@ impl Future for Call {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(finished) => finished,
             },
+            CallState::Answered(outcome) => Finished {
+                outcome: outcome.take().unwrap_or_else(|| {
+                    CallOutcome::Stopped("the call's outcome was already delivered".to_string())
+                }),
+                ran: Some(std::time::Duration::ZERO),
+                fuel: 0,
+            },
             CallState::Done => {
                 return Poll::Ready(CallOutcome::Stopped(
                     "the call's outcome was already delivered".to_string(),
@@ -979,7 +1020,7 @@ fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutc
 impl Drop for Call {
     fn drop(&mut self) {
         let ran = match &self.state {
-            CallState::Done => return,
+            CallState::Answered(_) | CallState::Done => return,
             CallState::Running {
                 handle, started, ..
             } => {
