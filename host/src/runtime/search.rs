@@ -124,8 +124,9 @@ const NAME_WEIGHT: usize = 3;
 
 /// Ranks `documents` (each a tool's name and description) against `query`, best first:
 /// the indices of those that match at all, at most `limit`. Okapi BM25, each document
-/// its name's words [`NAME_WEIGHT`] times and its description's once; equal scores keep
-/// the documents' order.
+/// its name's distinct words [`NAME_WEIGHT`] times and its description's distinct words
+/// once: a description that repeats the words a model may ask for gains nothing by it;
+/// equal scores keep the documents' order.
 pub(super) fn rank(query: &str, documents: &[(&str, &str)], limit: usize) -> Vec<usize> {
     let query: Vec<String> = {
         let mut words = words(query);
@@ -139,11 +140,18 @@ pub(super) fn rank(query: &str, documents: &[(&str, &str)], limit: usize) -> Vec
     let bags: Vec<Vec<String>> = documents
         .iter()
         .map(|(name, description)| {
-            let mut bag = Vec::new();
+            let distinct = |text: &str| {
+                let mut words = words(text);
+                words.sort();
+                words.dedup();
+                words
+            };
+            let name = distinct(name);
+            let mut bag = Vec::with_capacity(name.len() * NAME_WEIGHT);
             for _ in 0..NAME_WEIGHT {
-                bag.extend(words(name));
+                bag.extend(name.iter().cloned());
             }
-            bag.extend(words(description));
+            bag.extend(distinct(description));
             bag
         })
         .collect();
@@ -253,6 +261,18 @@ mod tests {
         assert_eq!(rank("note", &documents, 1), [2]);
         assert_eq!(rank("zebra", &documents, 5), Vec::<usize>::new());
         assert_eq!(rank("  ", &documents, 5), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn repeating_words_in_a_description_does_not_outrank_a_tool_named_for_them() {
+        let stuffed = "convert imperial length ".repeat(600);
+        let mut documents = vec![
+            ("p0_t0", stuffed.as_str()),
+            ("convert_length", "Convert a length between metric and imperial units"),
+        ];
+        let filler: Vec<String> = (0..200).map(|index| format!("The tool {index}")).collect();
+        documents.extend(filler.iter().map(|text| ("filler", text.as_str())));
+        assert_eq!(rank("convert an imperial length", &documents, 2), [1, 0]);
     }
 
     #[test]
