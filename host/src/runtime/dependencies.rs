@@ -19,9 +19,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::diagnostic::{Diagnostic, DiagnosticKind};
-use crate::fast_map::FastMap;
-use crate::manifest::{Manifest, Requirement};
+use crate::artifact::manifest::{Manifest, Requirement};
+use crate::base::fast_map::FastMap;
+use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind};
 
 use super::plugin::PluginEntry;
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::info::ToolInfo;
+use crate::tool::info::ToolInfo;
 
 /// The name of the tool a session offers while some of its tools are deferred.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -268,7 +268,10 @@ mod tests {
         let stuffed = "convert imperial length ".repeat(600);
         let mut documents = vec![
             ("p0_t0", stuffed.as_str()),
-            ("convert_length", "Convert a length between metric and imperial units"),
+            (
+                "convert_length",
+                "Convert a length between metric and imperial units",
+            ),
         ];
         let filler: Vec<String> = (0..200).map(|index| format!("The tool {index}")).collect();
         documents.extend(filler.iter().map(|text| ("filler", text.as_str())));

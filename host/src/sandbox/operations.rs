@@ -13,8 +13,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::AbortHandle;
 
-use crate::bindings::OpOutcome;
-use crate::fast_map::{FastMap, FastSet};
+use crate::base::fast_map::{FastMap, FastSet};
+use crate::sandbox::wit::OpOutcome;
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -235,7 +235,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::{Operations, Refused};
-    use crate::bindings::OpOutcome;
+    use crate::sandbox::wit::OpOutcome;
 
     #[test]
     fn no_operation_is_admitted_before_the_actor_connects() {

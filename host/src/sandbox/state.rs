@@ -10,12 +10,12 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::PluginContext;
 use super::limiter::MemoryCap;
 use super::operations::Operations;
-use crate::bindings::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
-use crate::clock;
-use crate::fast_map::FastMap;
-use crate::http::{self, Method};
-use crate::limits::prefix_within;
-use crate::progress::{Progress, ProgressSender};
+use crate::base::fast_map::FastMap;
+use crate::base::limits::prefix_within;
+use crate::output::progress::{Progress, ProgressSender};
+use crate::sandbox::wit::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
+use crate::services::clock;
+use crate::services::http::{self, Method};
 
 /// The longest `timeout-note` kept: a sentence, not a payload.
 const MAX_TIMEOUT_NOTE: usize = 1024;
