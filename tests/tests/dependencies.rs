@@ -43,6 +43,7 @@ fn unavailable(runtime: &Runtime, tool: &str) -> String {
 #[tokio::test]
 async fn requirements_order_the_load_and_refuse_what_is_missing_mismatched_ambiguous_or_in_conflict()
  {
+    // A plugin's id is its file's name (`NAMESPACE+NAME.lua` for `NAMESPACE/NAME`).
     let fixture = Fixture::new(&[
         // First in file order, but it waits for what it requires, so the plugin it
         // requires keeps the tool name both register.
@@ -52,110 +53,102 @@ async fn requirements_order_the_load_and_refuse_what_is_missing_mismatched_ambig
         ),
         (
             "a_app.lua.toml",
-            "id = \"app\"\nversion = \"1.0.0\"\n[requires]\n\"acme/http-utils\" = \">=1.2, <2\"\n",
+            "version = \"1.0.0\"\n[requires]\n\"acme/http-utils\" = \">=1.2, <2\"\n",
         ),
-        ("b_utils.lua", &answer("shared", "utils")),
+        ("acme+http-utils.lua", &answer("shared", "utils")),
+        ("acme+http-utils.lua.toml", "version = \"1.4.0\"\n"),
+        ("chain.lua", &answer("chain", "chain ran")),
         (
-            "b_utils.lua.toml",
-            "id = \"acme/http-utils\"\nversion = \"1.4.0\"\n",
+            "chain.lua.toml",
+            "version = \"1.0.0\"\n[requires]\nlonely = \"1\"\n",
         ),
-        ("c_newer.lua", &answer("newer", "newer ran")),
+        ("lonely.lua", &answer("lonely", "lonely ran")),
         (
-            "c_newer.lua.toml",
-            "id = \"newer\"\nversion = \"1.0.0\"\n[requires]\n\"acme/http-utils\" = \">=2\"\n",
+            "lonely.lua.toml",
+            "version = \"1.0.0\"\n[requires]\nnowhere = \"*\"\n",
         ),
-        ("d_lonely.lua", &answer("lonely", "lonely ran")),
+        ("newer.lua", &answer("newer", "newer ran")),
         (
-            "d_lonely.lua.toml",
-            "id = \"lonely\"\nversion = \"1.0.0\"\n[requires]\nnowhere = \"*\"\n",
+            "newer.lua.toml",
+            "version = \"1.0.0\"\n[requires]\n\"acme/http-utils\" = \">=2\"\n",
         ),
-        ("e_chain.lua", &answer("chain", "chain ran")),
+        ("one+json.lua", &answer("json_one", "one")),
+        ("one+json.lua.toml", "version = \"1.0.0\"\n"),
+        ("rival.lua", &answer("rival", "rival ran")),
         (
-            "e_chain.lua.toml",
-            "id = \"chain\"\nversion = \"1.0.0\"\n[requires]\nlonely = \"1\"\n",
-        ),
-        ("f_json.lua", &answer("json_one", "one")),
-        (
-            "f_json.lua.toml",
-            "id = \"one/json\"\nversion = \"1.0.0\"\n",
-        ),
-        ("g_json.lua", &answer("json_two", "two")),
-        (
-            "g_json.lua.toml",
-            "id = \"two/json\"\nversion = \"1.0.0\"\n",
-        ),
-        ("h_vague.lua", &answer("vague", "vague ran")),
-        (
-            "h_vague.lua.toml",
-            "id = \"vague\"\nversion = \"1.0.0\"\n[requires]\njson = \"*\"\n",
-        ),
-        ("i_rival.lua", &answer("rival", "rival ran")),
-        (
-            "i_rival.lua.toml",
-            "id = \"rival\"\nversion = \"1.0.0\"\nconflicts = [\"acme/http-utils\"]\n",
+            "rival.lua.toml",
+            "version = \"1.0.0\"\nconflicts = [\"acme/http-utils\"]\n",
         ),
         // A name without a namespace finds the one plugin of that name.
-        ("j_short.lua", &answer("short", "short ran")),
+        ("short.lua", &answer("short", "short ran")),
         (
-            "j_short.lua.toml",
-            "id = \"short\"\nversion = \"1.0.0\"\n[requires]\nhttp-utils = \"^1.4\"\n",
+            "short.lua.toml",
+            "version = \"1.0.0\"\n[requires]\nhttp-utils = \"^1.4\"\n",
+        ),
+        ("two+json.lua", &answer("json_two", "two")),
+        ("two+json.lua.toml", "version = \"1.0.0\"\n"),
+        ("vague.lua", &answer("vague", "vague ran")),
+        (
+            "vague.lua.toml",
+            "version = \"1.0.0\"\n[requires]\njson = \"*\"\n",
         ),
     ]);
     let runtime = fixture.load().await;
     let errors = errors(&runtime);
+    // In file order.
     assert_eq!(
         errors.iter().map(|(code, _)| *code).collect::<Vec<_>>(),
         [
+            "plugin_not_installed",
+            "plugin_not_installed",
             "plugin_version_mismatch",
-            "plugin_not_installed",
-            "plugin_not_installed",
-            "plugin_ambiguous",
             "plugin_conflict",
+            "plugin_ambiguous",
         ],
         "{errors:#?}"
     );
     assert_eq!(
         errors[0].1,
-        "plugin 'newer' 1.0.0 (c_newer.lua) requires plugin 'acme/http-utils' >=2, but plugin \
-         'acme/http-utils' 1.4.0 (b_utils.lua) does not satisfy it; it is not loaded"
+        "plugin 'chain' 1.0.0 (chain.lua) requires plugin 'lonely' ^1, but plugin 'lonely' \
+         1.0.0 (lonely.lua), which is not loaded either; it is not loaded"
     );
     assert_eq!(
         errors[1].1,
-        "plugin 'lonely' 1.0.0 (d_lonely.lua) requires plugin 'nowhere', but no loaded plugin \
+        "plugin 'lonely' 1.0.0 (lonely.lua) requires plugin 'nowhere', but no loaded plugin \
          has that id; it is not loaded"
     );
     assert_eq!(
         errors[2].1,
-        "plugin 'chain' 1.0.0 (e_chain.lua) requires plugin 'lonely' ^1, but plugin 'lonely' \
-         1.0.0 (d_lonely.lua), which is not loaded either; it is not loaded"
-    );
-    assert_contains(
-        &errors[3].1,
-        &[
-            "plugin 'vague' 1.0.0 (h_vague.lua) requires plugin 'json'",
-            "plugin 'one/json' 1.0.0 (f_json.lua) and plugin 'two/json' 1.0.0 (g_json.lua)",
-            "give the id with its namespace",
-        ],
+        "plugin 'newer' 1.0.0 (newer.lua) requires plugin 'acme/http-utils' >=2, but plugin \
+         'acme/http-utils' 1.4.0 (acme+http-utils.lua) does not satisfy it; it is not loaded"
     );
     assert_eq!(
-        errors[4].1,
-        "plugin 'rival' 1.0.0 (i_rival.lua) conflicts with plugin 'acme/http-utils' 1.4.0 \
-         (b_utils.lua), which loaded; it is not loaded (remove one of the two)"
+        errors[3].1,
+        "plugin 'rival' 1.0.0 (rival.lua) conflicts with plugin 'acme/http-utils' 1.4.0 \
+         (acme+http-utils.lua), which loaded; it is not loaded (remove one of the two)"
+    );
+    assert_contains(
+        &errors[4].1,
+        &[
+            "plugin 'vague' 1.0.0 (vague.lua) requires plugin 'json'",
+            "plugin 'one/json' 1.0.0 (one+json.lua) and plugin 'two/json' 1.0.0 (two+json.lua)",
+            "give the id with its namespace",
+        ],
     );
 
     // File order, each plugin after what it requires; the refused are left out.
     assert_eq!(
         ids(&runtime),
-        ["acme/http-utils", "app", "one/json", "two/json", "short"]
+        ["acme/http-utils", "a_app", "one/json", "short", "two/json"]
     );
     assert_eq!(output(&runtime, "shared", "{}").await, "utils");
-    assert_eq!(output(&runtime, "app/shared", "{}").await, "app");
+    assert_eq!(output(&runtime, "a_app/shared", "{}").await, "app");
     assert_eq!(output(&runtime, "app", "{}").await, "app ran");
     assert_eq!(output(&runtime, "short", "{}").await, "short ran");
     // A refused plugin's tools say why they cannot be called.
-    assert_eq!(unavailable(&runtime, "newer"), errors[0].1);
-    assert_eq!(unavailable(&runtime, "chain"), errors[2].1);
-    assert_eq!(unavailable(&runtime, "rival"), errors[4].1);
+    assert_eq!(unavailable(&runtime, "chain"), errors[0].1);
+    assert_eq!(unavailable(&runtime, "newer"), errors[2].1);
+    assert_eq!(unavailable(&runtime, "rival"), errors[3].1);
 }
 
 #[tokio::test]
@@ -230,9 +223,9 @@ async fn plugins_that_require_each_other_both_load() {
 #[tokio::test]
 async fn the_common_metadata_is_accepted_and_kept() {
     let fixture = Fixture::new(&[
-        ("notes.lua", &answer("note", "n")),
+        ("acme+notes.lua", &answer("note", "n")),
         (
-            "notes.lua.toml",
+            "acme+notes.lua.toml",
             r#"
 id = "acme/notes"
 version = "1.2.0"

@@ -515,17 +515,29 @@ pub fn sidecar_path(lua_file: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The id of the Lua plugin `lua_file` when no manifest names one: its file stem made
-/// a valid id (letters in lower case, any other character an id cannot hold as `_`,
-/// what precedes its first letter or digit dropped, `lua` when nothing is left, at most
-/// [`MAX_ID_LEN`] characters). clm loads every `*.lua` file whatever its name,
-/// so a name is never a reason to refuse one; `Hello.lua` is the plugin `hello`.
+/// The id of the Lua plugin `lua_file`: its file stem made a valid id, a `+` standing
+/// for the `/` of a namespaced id as [`file_name_of`] writes it (`acme+notes.lua` is
+/// `acme/notes`). Each segment has its letters in lower case, any other character an id
+/// cannot hold as `_`, what precedes its first letter or digit dropped, at most
+/// [`MAX_ID_LEN`] characters; `lua` when nothing is left. clm loads every `*.lua` file
+/// whatever its name, so a name is never a reason to refuse one; `Hello.lua` is the
+/// plugin `hello`. A sidecar may not name another id: the file's name is the id.
 pub fn lua_id(lua_file: &Path) -> String {
     let stem = lua_file
         .file_stem()
         .map(|stem| stem.to_string_lossy())
         .unwrap_or_default();
-    let id: String = stem
+    if let Some((namespace, name)) = stem.split_once('+')
+        && let (Some(namespace), Some(name)) = (id_segment(namespace), id_segment(name))
+    {
+        return format!("{namespace}/{name}");
+    }
+    id_segment(&stem).unwrap_or_else(|| "lua".to_string())
+}
+
+/// `text` made one segment of an id (see [`lua_id`]); `None` when nothing is left.
+fn id_segment(text: &str) -> Option<String> {
+    let segment: String = text
         .chars()
         .map(|c| match c.to_ascii_lowercase() {
             c if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_') => c,
@@ -534,7 +546,27 @@ pub fn lua_id(lua_file: &Path) -> String {
         .skip_while(|c| !c.is_ascii_alphanumeric())
         .take(MAX_ID_LEN)
         .collect();
-    if id.is_empty() { "lua".to_string() } else { id }
+    (!segment.is_empty()).then_some(segment)
+}
+
+/// The id the name of plugin file `path` gives: a `.lua` file's [`lua_id`]; for a
+/// `.wasm`, its stem with `+` read as `/` (the id its manifest must claim, see
+/// [`file_name_of`]).
+pub fn file_id(path: &Path) -> String {
+    if path.extension().is_some_and(|extension| extension == "lua") {
+        return lua_id(path);
+    }
+    path.file_stem()
+        .map(|stem| stem.to_string_lossy().replace('+', "/"))
+        .unwrap_or_default()
+}
+
+/// The file name of the plugin `id` with `extension`: the id with the `/` of a
+/// namespace written `+`, a character no id contains (`acme/notes` → `acme+notes.wasm`).
+/// What `toolcell install` and `toolcell pack` write, and the only name a `.wasm`
+/// plugin of that id loads under.
+pub fn file_name_of(id: &str, extension: &str) -> String {
+    format!("{}.{extension}", id.replace('/', "+"))
 }
 
 /// A Lua plugin's sidecar manifest that could not be used; the plugin's file is named
@@ -850,12 +882,19 @@ mod tests {
             id(&format!("{}.lua", "x".repeat(80))),
             "x".repeat(MAX_ID_LEN)
         );
+        // A `+` stands for the namespace's `/`, as `install` writes it.
+        assert_eq!(id("acme+notes.lua"), "acme/notes");
+        assert_eq!(id("Acme+Web Search.lua"), "acme/web_search");
+        assert_eq!(id("a+b+c.lua"), "a/b_c");
+        assert_eq!(id("+notes.lua"), "notes");
         for name in [
             "Hello.lua",
             "my tool (v2).lua",
             "wetter-ä.lua",
             "_private.lua",
             "é.lua",
+            "a+b+c.lua",
+            "+notes.lua",
         ] {
             assert_eq!(check_id(&id(name)), Ok(()), "{name}");
         }

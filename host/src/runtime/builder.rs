@@ -36,7 +36,7 @@ use crate::services::trusted::{TrustedPaths, relative_to};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
-use super::plugin::{PluginDirs, PluginEntry, PluginFile};
+use super::plugin::{FileIds, PluginDirs, PluginEntry, PluginFile};
 use super::registry::{Names, Naming};
 use super::search::{Deferral, SEARCH_TOOLS};
 
@@ -442,9 +442,10 @@ impl RuntimeBuilder {
         // what they wait on (reading large files, compiling) already runs on the
         // blocking pool, instances are created one at a time anyway (`sandbox::turns`),
         // and a load handed to another thread costs two cross-thread wake-ups.
+        let ids = Arc::new(FileIds::of(&files));
         let loads = files.into_iter().map(|file| {
             // Boxed: a load's future is large, and joining moves it.
-            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone())))
+            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone(), ids.clone())))
                 .catch_unwind()
                 .map(move |loaded| {
                     loaded.unwrap_or_else(|_| {

@@ -82,8 +82,11 @@ pub enum DiagnosticKind {
     SignatureMissing,
     /// The plugin is signed, but by no trusted key.
     SignatureUntrusted,
-    /// Another plugin loaded earlier has the same id; this one is not loaded.
+    /// Another plugin file has the same id: neither is loaded.
     IdCollision,
+    /// The plugin claims an id its file name does not give it (a `.lua` sidecar's `id`,
+    /// a `.wasm` manifest's id under another file name); it is not loaded.
+    IdMismatch,
     /// An `[aliases]` entry names a tool no loaded plugin registers.
     AliasUnresolved,
     /// A tool's description is longer than the model is shown; it was cut.
@@ -117,6 +120,7 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureMissing => "signature_missing",
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
+            DiagnosticKind::IdMismatch => "id_mismatch",
             DiagnosticKind::AliasUnresolved => "alias_unresolved",
             DiagnosticKind::DescriptionCut => "description_cut",
             DiagnosticKind::ManifestUnknownKey => "manifest_unknown_key",

@@ -39,8 +39,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::base::fast_map::FastMap;
-use crate::base::wording::{file_name, json_kind};
+use crate::base::wording::json_kind;
 use crate::output::cut::{self, Kept, OutputLimits};
 use crate::output::envelope::{Envelope, OutputPolicy};
 use crate::output::outcome::CallOutcome;
@@ -49,6 +48,7 @@ use crate::output::results::{self, ResultError, ResultStore};
 use crate::output::stats::{PluginStats, Stats, ToolMeter};
 use crate::policy::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
+use crate::runtime::admission::Refusal;
 use crate::sandbox::{Ended, MemoryUse, PluginHandle};
 use crate::tool::strict_schema::drop_optional_nulls;
 use crate::tool::validation::SchemaValidator;
@@ -61,7 +61,7 @@ pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
 pub use session::{Scope, Session};
 
 use loader::Loader;
-use plugin::{PluginDirs, PluginEntry, ToolEntry};
+use plugin::{FileIds, PluginDirs, PluginEntry, ToolEntry};
 use registry::{Names, Naming};
 
 /// Why a call could not be made at all (as opposed to a tool that ran and failed).
@@ -311,12 +311,14 @@ impl Runtime {
     ) -> Option<impl Future<Output = PluginUpdate> + Send + 'static> {
         let file = self.dirs.locate(path)?;
         let loader = self.loader.clone();
+        let others = self.plugins.iter().map(|plugin| &plugin.file);
+        let ids = Arc::new(FileIds::of(others.chain([&file])));
         Some(async move {
             let exists = tokio::fs::metadata(&file.path)
                 .await
                 .is_ok_and(|metadata| metadata.is_file());
             let plugin = if exists {
-                Some(loader.load_plugin(file.clone()).await)
+                Some(loader.load_plugin(file.clone(), ids).await)
             } else {
                 None
             };
@@ -394,12 +396,14 @@ impl Runtime {
         self.tools.reserve(tools);
         self.entries.reserve(tools);
         self.gates.reserve(tools);
-        let mut ids: FastMap<&str, &Path> = FastMap::default();
+        // A file added after a plugin of the same id loaded refuses both, as a fresh
+        // build would: an id names one plugin file.
+        let ids = FileIds::of(self.plugins.iter().map(|plugin| &plugin.file));
         // The plugins that loaded and hold their id, in file order.
         let mut present = Vec::with_capacity(self.plugins.len());
         for (index, plugin) in self.plugins.iter().enumerate() {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(info) = &plugin.info else {
+            if plugin.info.is_none() {
                 if let Some(failure) = plugin
                     .diagnostics
                     .iter()
@@ -408,24 +412,14 @@ impl Runtime {
                     mark_unavailable(&mut self.unavailable, plugin, &failure.message);
                 }
                 continue;
-            };
-            let manifest = &info.manifest;
-            if let Some(first) = ids.get(manifest.id.as_str()) {
-                let display = plugin.file.display_name();
-                let collision = Diagnostic::error(
-                    plugin.file.path.clone(),
-                    DiagnosticKind::IdCollision,
-                    format!(
-                        "plugin {display} has the id '{}' of plugin {}, loaded first; it is not loaded",
-                        manifest.id,
-                        file_name(first)
-                    ),
-                );
+            }
+            if let Some(shared) = ids.shared(&plugin.file) {
+                let refusal = Refusal::new(DiagnosticKind::IdCollision, shared);
+                let collision = plugin::refusal_diagnostic(&plugin.file, refusal);
                 mark_unavailable(&mut self.unavailable, plugin, &collision.message);
                 self.diagnostics.push(collision);
                 continue;
             }
-            ids.insert(&manifest.id, &plugin.file.path);
             present.push(index);
         }
         let resolution = if self.ignore_dependencies {

@@ -70,11 +70,8 @@ fn check_reports_unmet_requirements_and_unknown_manifest_keys() {
             "version = \"1.0.0\"\nhomepage = \"https://example.org/app\"\n\
              colour = \"blue\"\n[requires]\n\"acme/utils\" = \">=2\"\n",
         ),
-        ("utils.lua", &tool_plugin("util", "u")),
-        (
-            "utils.lua.toml",
-            "id = \"acme/utils\"\nversion = \"1.5.0\"\n",
-        ),
+        ("acme+utils.lua", &tool_plugin("util", "u")),
+        ("acme+utils.lua.toml", "version = \"1.5.0\"\n"),
     ]);
     let output = toolcell_run(&["check", path_str(plugins.path())]);
     assert_eq!(
@@ -89,7 +86,7 @@ fn check_reports_unmet_requirements_and_unknown_manifest_keys() {
             "warning[manifest_unknown_key] plugin app.lua: its manifest app.lua.toml has keys \
              toolcell does not know, which it ignores: `colour`",
             "error[plugin_version_mismatch] plugin 'app' 1.0.0 (app.lua) requires plugin \
-             'acme/utils' >=2, but plugin 'acme/utils' 1.5.0 (utils.lua) does not satisfy it; \
+             'acme/utils' >=2, but plugin 'acme/utils' 1.5.0 (acme+utils.lua) does not satisfy it; \
              it is not loaded",
             "1 plugin loaded, 1 tool; 1 error, 1 warning",
         ],

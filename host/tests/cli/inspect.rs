@@ -35,10 +35,10 @@ fn inspect_prints_id_version_tools_capabilities_wit_and_digest() {
 #[test]
 fn inspect_shows_what_the_manifest_says_about_the_plugin_and_what_it_requires() {
     let dir = temp_dir();
-    let source = dir.path().join("notes.lua");
+    let source = dir.path().join("acme+notes.lua");
     write(&source, GREETER);
     write(
-        &dir.path().join("notes.lua.toml"),
+        &dir.path().join("acme+notes.lua.toml"),
         r#"id = "acme/notes"
 version = "1.2.0"
 author = "Ada <ada@example.org>"
@@ -50,7 +50,7 @@ conflicts = ["old/notes"]
 "acme/store" = ">=1.2, <2"
 "#,
     );
-    let wasm = dir.path().join("notes.wasm");
+    let wasm = dir.path().join("acme+notes.wasm");
     let packed = toolcell_run(&["pack", path_str(&source), "-o", path_str(&wasm)]);
     assert_eq!(packed.code, Some(0), "{packed}");
     let output = toolcell_run(&["inspect", path_str(&wasm)]);

@@ -764,6 +764,23 @@ impl Steps<'_> {
                 max_bytes,
                 last_line_end,
             } => check_log(&self.arena.log(), *max_bytes, last_line_end).await?,
+            Step::Coded { code, message } => {
+                let message = placeholders.fill(message);
+                if !runtime
+                    .diagnostics()
+                    .iter()
+                    .any(|d| d.kind.code() == *code && d.message == message)
+                {
+                    let found: Vec<String> = runtime
+                        .diagnostics()
+                        .iter()
+                        .map(|d| format!("{}: {}", d.kind.code(), d.message))
+                        .collect();
+                    return Err(format!(
+                        "expected the diagnostic {code}: {message:?}, got {found:#?}"
+                    ));
+                }
+            }
             Step::Listed(names) => {
                 let shown: Vec<String> = self.listed().into_iter().map(|tool| tool.name).collect();
                 if shown != *names {
