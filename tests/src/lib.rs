@@ -124,17 +124,20 @@ impl Fixture {
     /// the fixture's form is [`Form::Packed`] or [`Form::Compiled`].
     pub fn add_plugin(&self, name: &str, source: &str) {
         let (file, bytes) = match (self.form, name.strip_suffix(".lua")) {
-            (Form::Packed, Some(_)) => {
+            // A file of Lua bytecode has no script to compile: `pack --aot` refuses it
+            // as loading does (Lua loads source text only; host/tests/cli/aot.rs), so
+            // the compiled form ships it uncompiled, for the load to refuse.
+            (Form::Compiled, Some(_)) if !source.starts_with('\x1b') => {
+                let id = toolcell::manifest::lua_id(Path::new(name));
+                let packed = pack_compiled(source.as_bytes(), &Manifest::clm_default(&id))
+                    .unwrap_or_else(|error| panic!("compiling {name}: {error}"));
+                (self.file_name(name), packed)
+            }
+            (Form::Packed | Form::Compiled, Some(_)) => {
                 let id = toolcell::manifest::lua_id(Path::new(name));
                 let packed =
                     toolcell::pack::pack_lua(source.as_bytes(), &Manifest::clm_default(&id))
                         .expect("the Lua plugin packs");
-                (self.file_name(name), packed)
-            }
-            (Form::Compiled, Some(_)) => {
-                let id = toolcell::manifest::lua_id(Path::new(name));
-                let packed = pack_compiled(source.as_bytes(), &Manifest::clm_default(&id))
-                    .unwrap_or_else(|error| panic!("compiling {name}: {error}"));
                 (self.file_name(name), packed)
             }
             _ => (name.to_string(), source.as_bytes().to_vec()),

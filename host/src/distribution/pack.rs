@@ -180,7 +180,11 @@ pub async fn pack_file_compiled(
     }
     let (script, manifest) = lua_input(input, manifest_file)?;
     Ok(Packed {
-        bytes: pack_lua_compiled(&script, &manifest, toolchain).await?,
+        bytes: pack_lua_compiled(&script, &manifest, toolchain)
+            .await
+            .map_err(|PackError(why)| {
+                PackError(format!("cannot compile {}: {why}", input.display()))
+            })?,
         manifest,
         dropped_signatures: 0,
     })

@@ -125,6 +125,32 @@ fn pack_aot_without_zig_says_how_to_get_it_and_writes_nothing() {
 }
 
 #[test]
+fn a_script_lua_refuses_is_not_compiled_and_nothing_is_written() {
+    // Lua bytecode (the sandbox loads source text only) and a syntax error: the
+    // translator compiles the script as the guest will, so Lua's own message.
+    for (name, script, why) in [
+        (
+            "binary",
+            "\x1bLuaT\x00 rest of a compiled chunk",
+            "attempt to load a binary chunk (mode is 't')",
+        ),
+        (
+            "broken",
+            "return 1 +",
+            "broken.lua:1: unexpected symbol near <eof>",
+        ),
+    ] {
+        let (dir, wasm, packed) = pack_aot(name, script);
+        let source = dir.path().join(format!("{name}.lua"));
+        assert_eq!(
+            packed.usage_error(),
+            format!("error: cannot compile {}: {why}", source.display())
+        );
+        assert!(!wasm.exists(), "{packed}");
+    }
+}
+
+#[test]
 fn only_a_lua_plugin_is_compiled() {
     let (dir, wasm) = packed_plugin("greeter", GREETER);
     let manifest = dir.path().join("m.toml");
