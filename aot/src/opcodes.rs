@@ -17,7 +17,7 @@ pub fn names() -> &'static [String] {
                 .find("} OpCode;")
                 .expect("the OpCode enum ends");
         // Each opcode starts a line of the enum; its operands follow in a comment.
-        let names = LOPCODES_H[start..end]
+        LOPCODES_H[start..end]
             .lines()
             .map(str::trim_start)
             .filter(|line| line.starts_with("OP_"))
@@ -26,8 +26,7 @@ pub fn names() -> &'static [String] {
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect()
             })
-            .collect();
-        names
+            .collect()
     });
     &NAMES
 }
