@@ -1,7 +1,7 @@
 //! Rust bindings of the `toolcell:plugin` WIT worlds the host links: the current one
-//! (`wit/plugin.wit`) and the last of the 0.1 series (`wit/0.1/plugin.wit`), which
-//! plugins built before 0.2 target. A plugin of either world runs the same way; the
-//! few types that differ are converted here, at the edge.
+//! (`wit/plugin.wit`) and the last of each older series (`wit/0.2/plugin.wit`,
+//! `wit/0.1/plugin.wit`), which plugins built before 0.3 target. A plugin of any of
+//! them runs the same way; the few types that differ are converted here, at the edge.
 //!
 //! Exports are async so a long step can yield to tokio at every fuel yield; the file
 //! imports are async so disk I/O runs off the executor's threads.
@@ -19,8 +19,105 @@ wasmtime::component::bindgen!({
 
 pub use self::exports::toolcell::plugin::guest::LoadRequest;
 pub use self::toolcell::plugin::types::{
-    CallState, HttpRequest, HttpResponse, LoadError, OpOutcome, ToolSpec,
+    Answer, CallState, ContentPart, HttpRequest, HttpResponse, LoadError, OpOutcome, Question,
+    ResourceContents, ToolSpec,
 };
+
+/// What an older guest, which cannot ask, gets if an answer ever reached it: the
+/// outcome of an operation it cannot have started.
+const NOT_ASKED: &str = "an answer to a question this plugin cannot ask";
+
+/// `toolcell:plugin@0.2.0`, and what its values become in the current world.
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        world: "plugin",
+        path: "../wit/0.2",
+        imports: {
+            "toolcell:plugin/host.read-file": async,
+            "toolcell:plugin/host.write-file": async,
+            default: tracing,
+        },
+        exports: { default: async },
+    });
+
+    use self::exports::toolcell::plugin::guest as old_guest;
+    use self::toolcell::plugin::types as old;
+    use super::toolcell::plugin::types as new;
+
+    /// A 0.2 call-state in the current world's terms.
+    pub fn call_state(state: old::CallState) -> super::CallState {
+        match state {
+            old::CallState::Pending => new::CallState::Pending,
+            old::CallState::Completed(output) => new::CallState::Completed(output),
+            old::CallState::Failed(message) => new::CallState::Failed(message),
+            old::CallState::TimedOut => new::CallState::TimedOut,
+            old::CallState::BrokeRule(message) => new::CallState::BrokeRule(message),
+            old::CallState::OutOfMemory => new::CallState::OutOfMemory,
+        }
+    }
+
+    /// A load request for a 0.2 guest.
+    pub fn load_request(request: &super::LoadRequest) -> old_guest::LoadRequest {
+        old_guest::LoadRequest {
+            name: request.name.clone(),
+            script: request.script.clone(),
+            deadline: request.deadline,
+            memory_limit: request.memory_limit,
+            debug_log: request.debug_log,
+        }
+    }
+
+    /// A 0.2 load result in the current world's terms: its tools may run as tasks.
+    pub fn load_result(
+        result: Result<Vec<old::ToolSpec>, old::LoadError>,
+    ) -> Result<Vec<super::ToolSpec>, super::LoadError> {
+        match result {
+            Ok(specs) => Ok(specs.into_iter().map(tool_spec).collect()),
+            Err(old::LoadError::TimedOut) => Err(new::LoadError::TimedOut),
+            Err(old::LoadError::Failed(message)) => Err(new::LoadError::Failed(message)),
+        }
+    }
+
+    fn tool_spec(spec: old::ToolSpec) -> super::ToolSpec {
+        new::ToolSpec {
+            name: spec.name,
+            description: spec.description,
+            params_schema: spec.params_schema,
+            timeout_ms: spec.timeout_ms,
+            no_prompt: spec.no_prompt,
+            hidden: spec.hidden,
+            title: spec.title,
+            output_schema: spec.output_schema,
+            task_support: new::TaskSupport::Optional,
+        }
+    }
+
+    /// An operation's outcome for a 0.2 guest.
+    pub fn op_outcome(outcome: super::OpOutcome) -> old::OpOutcome {
+        match outcome {
+            new::OpOutcome::TimerFired => old::OpOutcome::TimerFired,
+            new::OpOutcome::HttpResponse(response) => {
+                old::OpOutcome::HttpResponse(old::HttpResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: response.body,
+                })
+            }
+            new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
+            new::OpOutcome::Answered(_) => old::OpOutcome::HttpError(super::NOT_ASKED.into()),
+        }
+    }
+
+    /// A 0.2 guest's HTTP request in the current world's terms.
+    pub fn http_request(request: old::HttpRequest) -> super::HttpRequest {
+        new::HttpRequest {
+            method: request.method,
+            url: request.url,
+            headers: request.headers,
+            body: request.body,
+        }
+    }
+}
 
 /// `toolcell:plugin@0.1.1`, and what its values become in the current world.
 pub mod v0_1 {
@@ -89,6 +186,7 @@ pub mod v0_1 {
             hidden: spec.hidden,
             title: None,
             output_schema: None,
+            task_support: new::TaskSupport::Optional,
         }
     }
 
@@ -104,6 +202,7 @@ pub mod v0_1 {
                 })
             }
             new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
+            new::OpOutcome::Answered(_) => old::OpOutcome::HttpError(super::NOT_ASKED.into()),
         }
     }
 

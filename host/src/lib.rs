@@ -13,6 +13,7 @@
 //! `oci`.
 
 pub mod artifact;
+mod ask;
 mod atomic_file;
 mod bindings;
 pub mod cache;
@@ -20,6 +21,7 @@ pub mod cache;
 pub mod cli;
 mod clock;
 pub mod config;
+mod content;
 mod debug_log;
 mod diagnostic;
 #[cfg(feature = "oci")]
@@ -66,6 +68,8 @@ mod validation;
 pub mod wit_version;
 mod wording;
 
+pub use ask::{Question, QuestionHandler, Reply};
+pub use content::{ContentPart, ResourceContents};
 pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use engine::Engine;
 pub use log_listener::LogListener;

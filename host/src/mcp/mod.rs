@@ -14,7 +14,9 @@
 //!   a drain on SIGTERM waits for;
 //! - `metrics`: `--metrics`, the runtime's statistics for Prometheus;
 //! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
-//!   else `--ask-fallback`).
+//!   else `--ask-fallback`), and the questions plugins ask;
+//! - `questions`: who answers the questions plugins ask (elicitation);
+//! - `content`: a call's outcome as MCP content.
 //!
 //! Both transports share one [`ServerState`]: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
@@ -22,6 +24,7 @@
 //! server's shutdown signal.
 
 mod approval;
+mod content;
 mod direct;
 mod http;
 mod jsonrpc;
@@ -29,6 +32,7 @@ mod lifecycle;
 mod lines;
 mod logging;
 mod metrics;
+mod questions;
 mod server;
 mod stdio;
 

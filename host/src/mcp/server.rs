@@ -202,10 +202,10 @@ impl SessionState {
         let args = serde_json::to_string(&request.arguments.unwrap_or_default())
             .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
         let approvals = self.approvals.get_or_init(|| {
-            Arc::new(approval::for_session(
-                &context.peer,
-                self.shared.options.ask_fallback,
-            ))
+            Arc::new(
+                approval::for_session(&context.peer, self.shared.options.ask_fallback)
+                    .with_questions(super::questions::for_session(&context.peer)),
+            )
         });
         let (mut log, started) = {
             let runtime = self.shared.runtime();
@@ -292,12 +292,7 @@ impl SessionState {
         {
             return Ok(CallToolResult::structured(value));
         }
-        let text = ContentBlock::text(outcome.model_text());
-        Ok(if outcome.is_completed() {
-            CallToolResult::success(vec![text])
-        } else {
-            CallToolResult::error(vec![text])
-        })
+        Ok(super::content::result(&outcome))
     }
 
     /// The level the client wants the request's logs at: the request's own (protocol

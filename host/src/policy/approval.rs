@@ -19,6 +19,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::ask::QuestionHandler;
 use crate::info::ToolInfo;
 use crate::permissions::Decision;
 use crate::plugin_info::PluginInfo;
@@ -125,6 +126,8 @@ where
 /// runtime's.
 pub struct Approvals {
     asker: Asker,
+    /// Who answers the questions plugins ask during the session's calls (`ctx:ask`).
+    questions: Option<Arc<dyn QuestionHandler>>,
     /// Tools (by path) answered "allow for the session".
     allowed: Mutex<HashSet<String>>,
 }
@@ -154,8 +157,21 @@ impl Approvals {
         };
         Approvals {
             asker,
+            questions: None,
             allowed: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// The same approvals, with `handler` answering the questions plugins ask
+    /// (`ctx:ask`) during the session's calls.
+    pub fn with_questions(mut self, handler: Arc<dyn QuestionHandler>) -> Approvals {
+        self.questions = Some(handler);
+        self
+    }
+
+    /// Who answers the questions plugins ask, if anyone.
+    pub fn question_handler(&self) -> Option<&Arc<dyn QuestionHandler>> {
+        self.questions.as_ref()
     }
 
     /// A session where nobody can be asked: `ask` denies the call for `reason` (the
@@ -163,6 +179,7 @@ impl Approvals {
     pub fn refusing(reason: &str) -> Approvals {
         Approvals {
             asker: Asker::Refuse(reason.to_string()),
+            questions: None,
             allowed: Mutex::new(HashSet::new()),
         }
     }

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::Questions;
 use crate::info::ToolInfo;
 use crate::outcome::CallOutcome;
 use crate::plugin_info::PluginInfo;
@@ -207,6 +208,8 @@ pub(crate) struct Gated {
     pub check: Box<ArgumentCheck>,
     /// Where the plugin's progress goes.
     pub progress: ProgressSender,
+    /// Where the plugin's questions go.
+    pub questions: Option<Questions>,
     pub cancel: Arc<Cancellation>,
 }
 
@@ -262,9 +265,14 @@ impl Gated {
         };
         let started = Instant::now();
         let running = Running {
-            outcome: self
-                .handle
-                .start(self.id, &name, args, self.tool.timeout, self.progress),
+            outcome: self.handle.start(
+                self.id,
+                &name,
+                args,
+                self.tool.timeout,
+                self.progress,
+                self.questions,
+            ),
             handle: &self.handle,
             id: self.id,
             finished: false,

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
+use crate::ask::QuestionHandler;
 use crate::cache::CodeCache;
 use crate::config::{Config, HttpSection};
 use crate::debug_log::DebugLog;
@@ -85,6 +86,7 @@ pub struct RuntimeBuilder {
     log_listener: Option<Arc<dyn LogListener>>,
     resolvers: Vec<RegisteredResolver>,
     on_permission: Option<Arc<dyn PermissionHandler>>,
+    on_question: Option<Arc<dyn QuestionHandler>>,
     /// `None`: `ask`.
     permission_default: Option<Verdict>,
     rules: CommandLineRules,
@@ -233,6 +235,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Who answers the questions plugins ask (`ctx:ask`) during calls made without a
+    /// session of their own. Without one, a plugin's question is unanswered.
+    pub fn on_question(mut self, handler: impl QuestionHandler) -> Self {
+        self.on_question = Some(Arc::new(handler));
+        self
+    }
+
     /// The decision when no resolver, rule, preset or `no_prompt` decides and the
     /// configuration sets no `[permissions] default`. Default: `ask` (clm-tool(5):
     /// a tool without `no_prompt` is confirmed first); the CLI uses `allow`.
@@ -337,7 +346,10 @@ impl RuntimeBuilder {
             )?,
             caps,
             meters: Meters::default(),
-            approvals: Arc::new(Approvals::new(self.on_permission)),
+            approvals: Arc::new(match self.on_question {
+                Some(handler) => Approvals::new(self.on_permission).with_questions(handler),
+                None => Approvals::new(self.on_permission),
+            }),
         };
         let naming = Naming {
             aliases: self

@@ -114,7 +114,7 @@ impl Plugin {
         let (progress, _) = crate::progress::channel();
         let outcome = self
             .handle
-            .start(call, tool, args.to_string(), timeout, progress);
+            .start(call, tool, args.to_string(), timeout, progress, None);
         (call, outcome)
     }
 
