@@ -255,7 +255,9 @@ impl Manifest {
 }
 
 /// Checks a plugin id: one segment (`notes`), or a namespace and a name (`acme/notes`),
-/// each segment 1 to 64 characters of `a-z`, `0-9`, `-`, `.` and `_`.
+/// each segment 1 to 64 characters of `a-z`, `0-9`, `-`, `.` and `_` that starts with a
+/// letter or digit: an id names files (`install` writes `ID.wasm`), so `..` or `.hidden`
+/// would climb out of a directory or hide from `ls`.
 pub fn check_id(id: &str) -> Result<(), ManifestError> {
     if id.is_empty() {
         return Err(ManifestError("`id` is empty".to_string()));
@@ -284,6 +286,13 @@ pub fn check_id(id: &str) -> Result<(), ManifestError> {
             return Err(ManifestError(format!(
                 "`id` {id:?} contains {bad:?}; an id uses only a-z, 0-9, '-', '.' and '_', \
                  and one '/' after a namespace"
+            )));
+        }
+        if !segment.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+            return Err(ManifestError(format!(
+                "`id` {id:?} has a segment that starts with {:?}; each segment starts with a \
+                 letter or digit",
+                segment.chars().next().unwrap_or_default()
             )));
         }
     }
@@ -323,7 +332,8 @@ pub fn sidecar_path(lua_file: &Path) -> PathBuf {
 
 /// The id of the Lua plugin `lua_file` when no manifest names one: its file stem made
 /// a valid id (letters in lower case, any other character an id cannot hold as `_`,
-/// at most [`MAX_ID_LEN`] characters). clm loads every `*.lua` file whatever its name,
+/// what precedes its first letter or digit dropped, `lua` when nothing is left, at most
+/// [`MAX_ID_LEN`] characters). clm loads every `*.lua` file whatever its name,
 /// so a name is never a reason to refuse one; `Hello.lua` is the plugin `hello`.
 pub fn lua_id(lua_file: &Path) -> String {
     let stem = lua_file
@@ -336,9 +346,10 @@ pub fn lua_id(lua_file: &Path) -> String {
             c if c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.' | '_') => c,
             _ => '_',
         })
+        .skip_while(|c| !c.is_ascii_alphanumeric())
         .take(MAX_ID_LEN)
         .collect();
-    if id.is_empty() { "_".to_string() } else { id }
+    if id.is_empty() { "lua".to_string() } else { id }
 }
 
 /// A Lua plugin's sidecar manifest that could not be used; the plugin's file is named
@@ -487,6 +498,12 @@ mod tests {
             "a/",
             "acme/Notes",
             "é",
+            "..",
+            ".hidden",
+            "_x",
+            "-x",
+            "acme/.x",
+            "../x",
             &"x".repeat(65),
             &format!("a/{long}x"),
         ] {
@@ -553,11 +570,20 @@ mod tests {
         assert_eq!(id("Hello.lua"), "hello");
         assert_eq!(id("my tool (v2).lua"), "my_tool__v2_");
         assert_eq!(id("wetter-ä.lua"), "wetter-_");
+        assert_eq!(id("_private.lua"), "private");
+        assert_eq!(id("..lua"), "lua");
+        assert_eq!(id("é.lua"), "lua");
         assert_eq!(
             id(&format!("{}.lua", "x".repeat(80))),
             "x".repeat(MAX_ID_LEN)
         );
-        for name in ["Hello.lua", "my tool (v2).lua", "wetter-ä.lua"] {
+        for name in [
+            "Hello.lua",
+            "my tool (v2).lua",
+            "wetter-ä.lua",
+            "_private.lua",
+            "é.lua",
+        ] {
             assert_eq!(check_id(&id(name)), Ok(()), "{name}");
         }
     }
