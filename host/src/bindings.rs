@@ -27,6 +27,62 @@ pub use self::toolcell::plugin::types::{
 /// outcome of an operation it cannot have started.
 const NOT_ASKED: &str = "an answer to a question this plugin cannot ask";
 
+/// The conversions every older world needs the same way: the load request and its
+/// result, an operation's outcome, an HTTP request. The module that uses it names its
+/// world's types `old` and `old_guest`, the current world's `new`, and defines
+/// `tool_spec` (the one conversion that differs).
+macro_rules! older_world_conversions {
+    () => {
+        /// A load request for a guest of this world.
+        pub fn load_request(request: &super::LoadRequest) -> old_guest::LoadRequest {
+            old_guest::LoadRequest {
+                name: request.name.clone(),
+                script: request.script.clone(),
+                deadline: request.deadline,
+                memory_limit: request.memory_limit,
+                debug_log: request.debug_log,
+            }
+        }
+
+        /// A load result of this world in the current world's terms.
+        pub fn load_result(
+            result: Result<Vec<old::ToolSpec>, old::LoadError>,
+        ) -> Result<Vec<super::ToolSpec>, super::LoadError> {
+            match result {
+                Ok(specs) => Ok(specs.into_iter().map(tool_spec).collect()),
+                Err(old::LoadError::TimedOut) => Err(new::LoadError::TimedOut),
+                Err(old::LoadError::Failed(message)) => Err(new::LoadError::Failed(message)),
+            }
+        }
+
+        /// An operation's outcome for a guest of this world, which cannot ask.
+        pub fn op_outcome(outcome: super::OpOutcome) -> old::OpOutcome {
+            match outcome {
+                new::OpOutcome::TimerFired => old::OpOutcome::TimerFired,
+                new::OpOutcome::HttpResponse(response) => {
+                    old::OpOutcome::HttpResponse(old::HttpResponse {
+                        status: response.status,
+                        headers: response.headers,
+                        body: response.body,
+                    })
+                }
+                new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
+                new::OpOutcome::Answered(_) => old::OpOutcome::HttpError(super::NOT_ASKED.into()),
+            }
+        }
+
+        /// A guest's HTTP request in the current world's terms.
+        pub fn http_request(request: old::HttpRequest) -> super::HttpRequest {
+            new::HttpRequest {
+                method: request.method,
+                url: request.url,
+                headers: request.headers,
+                body: request.body,
+            }
+        }
+    };
+}
+
 /// `toolcell:plugin@0.2.0`, and what its values become in the current world.
 pub mod v0_2 {
     wasmtime::component::bindgen!({
@@ -44,6 +100,8 @@ pub mod v0_2 {
     use self::toolcell::plugin::types as old;
     use super::toolcell::plugin::types as new;
 
+    older_world_conversions!();
+
     /// A 0.2 call-state in the current world's terms.
     pub fn call_state(state: old::CallState) -> super::CallState {
         match state {
@@ -53,28 +111,6 @@ pub mod v0_2 {
             old::CallState::TimedOut => new::CallState::TimedOut,
             old::CallState::BrokeRule(message) => new::CallState::BrokeRule(message),
             old::CallState::OutOfMemory => new::CallState::OutOfMemory,
-        }
-    }
-
-    /// A load request for a 0.2 guest.
-    pub fn load_request(request: &super::LoadRequest) -> old_guest::LoadRequest {
-        old_guest::LoadRequest {
-            name: request.name.clone(),
-            script: request.script.clone(),
-            deadline: request.deadline,
-            memory_limit: request.memory_limit,
-            debug_log: request.debug_log,
-        }
-    }
-
-    /// A 0.2 load result in the current world's terms: its tools may run as tasks.
-    pub fn load_result(
-        result: Result<Vec<old::ToolSpec>, old::LoadError>,
-    ) -> Result<Vec<super::ToolSpec>, super::LoadError> {
-        match result {
-            Ok(specs) => Ok(specs.into_iter().map(tool_spec).collect()),
-            Err(old::LoadError::TimedOut) => Err(new::LoadError::TimedOut),
-            Err(old::LoadError::Failed(message)) => Err(new::LoadError::Failed(message)),
         }
     }
 
@@ -89,32 +125,6 @@ pub mod v0_2 {
             title: spec.title,
             output_schema: spec.output_schema,
             task_support: new::TaskSupport::Optional,
-        }
-    }
-
-    /// An operation's outcome for a 0.2 guest.
-    pub fn op_outcome(outcome: super::OpOutcome) -> old::OpOutcome {
-        match outcome {
-            new::OpOutcome::TimerFired => old::OpOutcome::TimerFired,
-            new::OpOutcome::HttpResponse(response) => {
-                old::OpOutcome::HttpResponse(old::HttpResponse {
-                    status: response.status,
-                    headers: response.headers,
-                    body: response.body,
-                })
-            }
-            new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
-            new::OpOutcome::Answered(_) => old::OpOutcome::HttpError(super::NOT_ASKED.into()),
-        }
-    }
-
-    /// A 0.2 guest's HTTP request in the current world's terms.
-    pub fn http_request(request: old::HttpRequest) -> super::HttpRequest {
-        new::HttpRequest {
-            method: request.method,
-            url: request.url,
-            headers: request.headers,
-            body: request.body,
         }
     }
 }
@@ -136,6 +146,8 @@ pub mod v0_1 {
     use self::toolcell::plugin::types as old;
     use super::toolcell::plugin::types as new;
 
+    older_world_conversions!();
+
     /// How a 0.1 guest says that a call ran out of memory: the 0.1 world has no case
     /// for it, so the Lua guest (and any other) could only say it in words.
     const OUT_OF_MEMORY: &str = "out of memory";
@@ -154,28 +166,6 @@ pub mod v0_1 {
         }
     }
 
-    /// A load request for a 0.1 guest.
-    pub fn load_request(request: &super::LoadRequest) -> old_guest::LoadRequest {
-        old_guest::LoadRequest {
-            name: request.name.clone(),
-            script: request.script.clone(),
-            deadline: request.deadline,
-            memory_limit: request.memory_limit,
-            debug_log: request.debug_log,
-        }
-    }
-
-    /// A 0.1 load result in the current world's terms.
-    pub fn load_result(
-        result: Result<Vec<old::ToolSpec>, old::LoadError>,
-    ) -> Result<Vec<super::ToolSpec>, super::LoadError> {
-        match result {
-            Ok(specs) => Ok(specs.into_iter().map(tool_spec).collect()),
-            Err(old::LoadError::TimedOut) => Err(new::LoadError::TimedOut),
-            Err(old::LoadError::Failed(message)) => Err(new::LoadError::Failed(message)),
-        }
-    }
-
     fn tool_spec(spec: old::ToolSpec) -> super::ToolSpec {
         new::ToolSpec {
             name: spec.name,
@@ -187,32 +177,6 @@ pub mod v0_1 {
             title: None,
             output_schema: None,
             task_support: new::TaskSupport::Optional,
-        }
-    }
-
-    /// An operation's outcome for a 0.1 guest.
-    pub fn op_outcome(outcome: super::OpOutcome) -> old::OpOutcome {
-        match outcome {
-            new::OpOutcome::TimerFired => old::OpOutcome::TimerFired,
-            new::OpOutcome::HttpResponse(response) => {
-                old::OpOutcome::HttpResponse(old::HttpResponse {
-                    status: response.status,
-                    headers: response.headers,
-                    body: response.body,
-                })
-            }
-            new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
-            new::OpOutcome::Answered(_) => old::OpOutcome::HttpError(super::NOT_ASKED.into()),
-        }
-    }
-
-    /// A 0.1 guest's HTTP request in the current world's terms.
-    pub fn http_request(request: old::HttpRequest) -> super::HttpRequest {
-        new::HttpRequest {
-            method: request.method,
-            url: request.url,
-            headers: request.headers,
-            body: request.body,
         }
     }
 }

@@ -16,7 +16,6 @@
 
 use std::collections::HashSet;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ask::QuestionHandler;
@@ -100,8 +99,8 @@ pub enum Answer {
     Unanswered(String),
 }
 
-/// A boxed future, as permission handlers return.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+/// A boxed future, as permission handlers (and question handlers) return.
+pub use crate::ask::BoxFuture;
 
 /// Who answers `ask`: the embedder's `on_permission`, the terminal, an MCP client.
 ///

@@ -240,100 +240,63 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 }
 
-impl v0_1::toolcell::plugin::types::Host for StoreState {}
+/// The host services of an older world (`$world`): the current ones, with the HTTP
+/// request converted; `$more` are the services it has beyond those of 0.1.
+macro_rules! older_world_host {
+    ($world:ident { $($more:item)* }) => {
+        impl $world::toolcell::plugin::types::Host for StoreState {}
 
-/// The 0.1 host services are the current ones; only the request type differs.
-impl v0_1::toolcell::plugin::host::Host for StoreState {
-    fn log(&mut self, message: String) {
-        toolcell::plugin::host::Host::log(self, message);
-    }
+        impl $world::toolcell::plugin::host::Host for StoreState {
+            fn log(&mut self, message: String) {
+                toolcell::plugin::host::Host::log(self, message);
+            }
 
-    fn now(&mut self) -> u64 {
-        toolcell::plugin::host::Host::now(self)
-    }
+            fn now(&mut self) -> u64 {
+                toolcell::plugin::host::Host::now(self)
+            }
 
-    fn interrupted(&mut self, deadline: u64) -> bool {
-        toolcell::plugin::host::Host::interrupted(self, deadline)
-    }
+            fn interrupted(&mut self, deadline: u64) -> bool {
+                toolcell::plugin::host::Host::interrupted(self, deadline)
+            }
 
-    fn timeout_note(&mut self, note: String) {
-        toolcell::plugin::host::Host::timeout_note(self, note);
-    }
+            fn timeout_note(&mut self, note: String) {
+                toolcell::plugin::host::Host::timeout_note(self, note);
+            }
 
-    fn config(&mut self, key: String) -> Option<String> {
-        toolcell::plugin::host::Host::config(self, key)
-    }
+            fn config(&mut self, key: String) -> Option<String> {
+                toolcell::plugin::host::Host::config(self, key)
+            }
 
-    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        toolcell::plugin::host::Host::read_file(self, path).await
-    }
+            async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+                toolcell::plugin::host::Host::read_file(self, path).await
+            }
 
-    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        toolcell::plugin::host::Host::write_file(self, path, content).await
-    }
+            async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
+                toolcell::plugin::host::Host::write_file(self, path, content).await
+            }
 
-    fn http_start(
-        &mut self,
-        call: u64,
-        request: v0_1::toolcell::plugin::types::HttpRequest,
-    ) -> Result<u64, String> {
-        toolcell::plugin::host::Host::http_start(self, call, v0_1::http_request(request))
-    }
+            fn http_start(
+                &mut self,
+                call: u64,
+                request: $world::toolcell::plugin::types::HttpRequest,
+            ) -> Result<u64, String> {
+                toolcell::plugin::host::Host::http_start(self, call, $world::http_request(request))
+            }
 
-    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        toolcell::plugin::host::Host::timer_start(self, call, ms)
-    }
+            fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
+                toolcell::plugin::host::Host::timer_start(self, call, ms)
+            }
 
-    fn cancel_op(&mut self, op: u64) {
-        toolcell::plugin::host::Host::cancel_op(self, op);
-    }
+            fn cancel_op(&mut self, op: u64) {
+                toolcell::plugin::host::Host::cancel_op(self, op);
+            }
+
+            $($more)*
+        }
+    };
 }
 
-impl v0_2::toolcell::plugin::types::Host for StoreState {}
-
-/// The 0.2 host services are the current ones without `ask-start`; only the request
-/// type differs.
-impl v0_2::toolcell::plugin::host::Host for StoreState {
-    fn log(&mut self, message: String) {
-        toolcell::plugin::host::Host::log(self, message);
-    }
-
-    fn now(&mut self) -> u64 {
-        toolcell::plugin::host::Host::now(self)
-    }
-
-    fn interrupted(&mut self, deadline: u64) -> bool {
-        toolcell::plugin::host::Host::interrupted(self, deadline)
-    }
-
-    fn timeout_note(&mut self, note: String) {
-        toolcell::plugin::host::Host::timeout_note(self, note);
-    }
-
-    fn config(&mut self, key: String) -> Option<String> {
-        toolcell::plugin::host::Host::config(self, key)
-    }
-
-    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        toolcell::plugin::host::Host::read_file(self, path).await
-    }
-
-    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        toolcell::plugin::host::Host::write_file(self, path, content).await
-    }
-
-    fn http_start(
-        &mut self,
-        call: u64,
-        request: v0_2::toolcell::plugin::types::HttpRequest,
-    ) -> Result<u64, String> {
-        toolcell::plugin::host::Host::http_start(self, call, v0_2::http_request(request))
-    }
-
-    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        toolcell::plugin::host::Host::timer_start(self, call, ms)
-    }
-
+older_world_host!(v0_2 {
     fn progress(
         &mut self,
         call: u64,
@@ -343,8 +306,6 @@ impl v0_2::toolcell::plugin::host::Host for StoreState {
     ) -> Result<(), String> {
         toolcell::plugin::host::Host::progress(self, call, done, total, message)
     }
+});
 
-    fn cancel_op(&mut self, op: u64) {
-        toolcell::plugin::host::Host::cancel_op(self, op);
-    }
-}
+older_world_host!(v0_1 {});
