@@ -43,8 +43,9 @@ pub struct ListedTool {
     pub description: String,
     /// The tool as its plugin registered it.
     pub tool: ToolInfo,
-    /// Whether the tool changes nothing: it is `no_prompt` (its author says it has no
-    /// side effects worth confirming), or its plugin may not write files.
+    /// Whether the tool changes nothing outside its sandbox: its plugin is granted no
+    /// file writes and no HTTP. Judged from the grants alone, never from what the plugin
+    /// says of itself (`no_prompt`).
     pub read_only: bool,
     /// Whether its plugin may make HTTP requests (reach the world beyond the host).
     pub open_world: bool,

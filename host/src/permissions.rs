@@ -169,7 +169,6 @@ pub enum RuleError {
 pub(crate) struct ToolFacts<'a> {
     pub name: &'a str,
     pub path: &'a str,
-    pub no_prompt: bool,
     /// The plugin is granted no file writes and no HTTP.
     pub read_only: bool,
 }
@@ -178,8 +177,8 @@ pub(crate) struct ToolFacts<'a> {
 #[derive(Debug, Clone)]
 enum Member {
     Glob(GlobMatcher),
-    /// `$readonly`: tools marked `no_prompt`, or whose plugin may neither write files
-    /// nor use HTTP.
+    /// `$readonly`: tools whose plugin may neither write files nor use HTTP, by its
+    /// grants (never by what the plugin says of itself, such as `no_prompt`).
     ReadOnly,
     /// `$sandboxed`: every tool.
     Everything,
@@ -189,7 +188,7 @@ impl Member {
     fn matches(&self, tool: &ToolFacts<'_>) -> bool {
         match self {
             Member::Glob(glob) => glob.is_match(tool.name) || glob.is_match(tool.path),
-            Member::ReadOnly => tool.no_prompt || tool.read_only,
+            Member::ReadOnly => tool.read_only,
             Member::Everything => true,
         }
     }
@@ -445,7 +444,6 @@ mod tests {
         ToolFacts {
             name,
             path,
-            no_prompt: false,
             read_only: false,
         }
     }

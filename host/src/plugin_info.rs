@@ -15,4 +15,7 @@ pub struct PluginInfo {
     pub manifest: Manifest,
     /// What it was granted: its manifest's asks, cut to what the user's policy allows.
     pub grants: Grants,
+    /// The SHA-256 of the code it runs (its Lua script, or its component's code): what
+    /// an approval "for the session" is tied to, with the grants.
+    pub digest: String,
 }

@@ -160,9 +160,9 @@ pub fn mcp_tool(tool: &ListedTool) -> Value {
 }
 
 /// What MCP's tool annotations say about `tool`: `readOnlyHint` when it changes nothing
-/// (it is `no_prompt`, or its plugin may not write files), `destructiveHint` when it may
-/// (it is not read-only: its plugin may write files), `openWorldHint` when its plugin may
-/// make HTTP requests, and the plugin's `title` when it gave one.
+/// (its plugin is granted no file writes and no HTTP), `destructiveHint` when it may,
+/// `openWorldHint` when its plugin may make HTTP requests, and the plugin's `title` when
+/// it gave one.
 pub fn mcp_annotations(tool: &ListedTool) -> Value {
     let mut annotations = json!({
         "readOnlyHint": tool.read_only,

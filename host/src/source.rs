@@ -52,6 +52,24 @@ pub(crate) struct Source {
     pub warnings: Vec<(DiagnosticKind, Severity, String)>,
 }
 
+impl Source {
+    /// What identifies the code the plugin runs: the SHA-256 of its Lua script, or of
+    /// its component's code (with the script, for a component that runs one). Unchanged
+    /// by re-packing or signing; an approval "for the session" holds for this digest.
+    pub fn code_digest(&self) -> String {
+        match (&self.code, &self.script) {
+            (Code::EmbeddedLua, Some(script)) => sha256_hex(script),
+            (Code::EmbeddedLua, None) => sha256_hex(LUA_GUEST_WASM),
+            (Code::Component { digest, .. }, None) => digest.clone(),
+            (Code::Component { digest, .. }, Some(script)) => {
+                let mut both = digest.as_bytes().to_vec();
+                both.extend_from_slice(script);
+                sha256_hex(&both)
+            }
+        }
+    }
+}
+
 /// Why a plugin file was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

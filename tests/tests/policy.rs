@@ -150,11 +150,16 @@ async fn allow_for_the_session_is_remembered_and_a_denial_carries_the_feedback()
         1,
         "asked once for the session"
     );
-    assert!(runtime.approvals().allowed_for_session("notes/note_write"));
+    let notes = &runtime.plugins()[0];
+    assert!(
+        runtime
+            .approvals()
+            .allowed_for_session("notes/note_write", notes)
+    );
 
     // Another session asks again, with its own answers.
     let session = Arc::new(Approvals::new(Some(Arc::new(answering(vec![]).0))));
-    assert!(!session.allowed_for_session("notes/note_write"));
+    assert!(!session.allowed_for_session("notes/note_write", notes));
     let denied = runtime.call("danger_zone", "{}").expect("starts").await;
     assert_eq!(
         denied,
@@ -169,6 +174,54 @@ async fn allow_for_the_session_is_remembered_and_a_denial_carries_the_feedback()
         denied.model_text(),
         "[tool failed: tool 'danger_zone' was denied: the user denied it: use note_read instead]"
     );
+}
+
+/// A writer asking for nothing, and the same writer after an update that asks for files.
+const QUIET_WRITER: &str = r#"
+clm.tool_register("jot", { invoke = function(args, ctx) ctx:complete("jotted") end })
+"#;
+
+#[tokio::test]
+async fn allow_for_the_session_is_tied_to_the_plugins_code_and_grants() {
+    let fixture = Fixture::new(&[
+        ("jotter.lua", QUIET_WRITER),
+        ("jotter.lua.toml", "[capabilities]\n"),
+    ]);
+    let (handler, prompts) = answering(vec![
+        Answer::AllowForSession,
+        Answer::AllowForSession,
+        Answer::AllowOnce,
+    ]);
+    let mut runtime = fixture.load_with(|b| b.on_permission(handler)).await;
+    let path = fixture.plugin_dir().join("jotter.lua");
+    assert_eq!(output(&runtime, "jot", "{}").await, "jotted");
+    assert_eq!(output(&runtime, "jot", "{}").await, "jotted");
+    assert_eq!(prompts.lock().unwrap().len(), 1, "allowed for the session");
+
+    // Reloaded unchanged: the same code and grants, still allowed.
+    runtime.reload(&path).await.expect("a plugin file");
+    assert_eq!(output(&runtime, "jot", "{}").await, "jotted");
+    assert_eq!(prompts.lock().unwrap().len(), 1, "the same plugin");
+
+    // New code: asked again.
+    fixture.add_plugin(
+        "jotter.lua",
+        &QUIET_WRITER.replace("\"jotted\"", "\"jotted again\""),
+    );
+    runtime.reload(&path).await.expect("a plugin file");
+    assert_eq!(output(&runtime, "jot", "{}").await, "jotted again");
+    assert_eq!(prompts.lock().unwrap().len(), 2, "new code asks again");
+
+    // The same code granted read-write files and HTTP: asked again.
+    fixture.add_plugin(
+        "jotter.lua.toml",
+        "[capabilities]\nfiles = \"read-write\"\nhttp = [\"*\"]\n",
+    );
+    runtime.reload(&path).await.expect("a plugin file");
+    assert_eq!(output(&runtime, "jot", "{}").await, "jotted again");
+    let prompts = prompts.lock().unwrap();
+    assert_eq!(prompts.len(), 3, "new grants ask again");
+    assert!(prompts[2].plugin.grants.may_write_files());
 }
 
 #[tokio::test]
@@ -191,12 +244,10 @@ deny = ["danger*"]
             .on_permission(handler)
         })
         .await;
-    // Denied tools are not listed: danger_zone by its rule, nothing by the default
-    // here (every other tool is decided by a rule or a preset).
-    assert_eq!(
-        listed(&runtime),
-        ["nap", "nap2", "log", "note_write", "note_read"]
-    );
+    // Denied tools are not listed: danger_zone by its rule, note_read by the default
+    // (its plugin may write files, so $readonly does not name it, and its `no_prompt`
+    // does not overrule the user's deny).
+    assert_eq!(listed(&runtime), ["nap", "nap2", "log", "note_write"]);
     assert_eq!(
         runtime.tools().len(),
         6,
@@ -210,10 +261,12 @@ deny = ["danger*"]
             "tool 'danger_zone' was denied: it matches \"danger*\" in [permissions] deny"
         )
     );
-    // A path glob allows the napper's tools, $readonly (through $mine) the no_prompt
-    // tool, and *_write asks.
+    // A path glob allows the napper's tools, and *_write asks.
     assert_eq!(output(&runtime, "log", "{}").await, "");
-    assert_eq!(output(&runtime, "note_read", "{}").await, "read");
+    assert_eq!(
+        failure_labelled(&runtime, "note_read", "{}").await.1,
+        "tool 'note_read' was denied: the permission policy's default is deny"
+    );
     assert_eq!(
         output(&runtime, "note_write", r#"{"text":"x"}"#).await,
         "wrote x"
@@ -259,8 +312,9 @@ async fn sandboxed_allows_every_tool_and_readonly_judges_the_plugins_grants() {
             ))
         })
         .await;
-    // peek's plugin may only read files and has no HTTP; note_read is no_prompt.
-    assert_eq!(listed(&runtime), ["note_read", "peek"]);
+    // peek's plugin may only read files and has no HTTP; note_read is no_prompt, which
+    // says nothing of what its plugin may do.
+    assert_eq!(listed(&runtime), ["peek"]);
     let runtime = fixture
         .load_with(|b| {
             b.config(config(

@@ -600,7 +600,7 @@ async fn an_enveloped_structured_result_is_text_only() {
 }
 
 #[tokio::test]
-async fn annotations_follow_no_prompt_and_the_plugins_grants() {
+async fn annotations_follow_the_plugins_grants_and_never_no_prompt() {
     let fixture = tally_fixture();
     let runtime = fixture.load().await;
     let session = Session::new();
@@ -617,17 +617,18 @@ async fn annotations_follow_no_prompt_and_the_plugins_grants() {
         annotations("search"),
         json!({ "title": "Web search", "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true })
     );
-    // no_prompt: its author says it changes nothing; it may still reach the web.
+    // no_prompt: its author says it changes nothing, but its plugin may write files and
+    // reach the web, and the hint is the grants'.
     assert_eq!(
         annotations("peek"),
-        json!({ "readOnlyHint": true, "destructiveHint": false, "openWorldHint": true })
+        json!({ "readOnlyHint": false, "destructiveHint": true, "openWorldHint": true })
     );
-    // With read-only files granted by the policy, web's tools change nothing either.
+    // With read-only files granted by the policy, web's tools may still send requests.
     let read_only = fixture
         .load_with(|builder| builder.file_access(toolcell::files::FileAccess::ReadOnly))
         .await;
     let tool = listed(&read_only, &session, "search");
-    assert!(tool.read_only && tool.open_world);
+    assert!(!tool.read_only && tool.open_world);
 }
 
 /// Every progress update of `call` until it ends, with the outcome.

@@ -8,17 +8,21 @@
 //! | any (default [`EMBEDDER_PRIORITY`]) | the embedder's ([`RuntimeBuilder::resolver`](crate::RuntimeBuilder::resolver)) |
 //! | [`RULES_PRIORITY`] | the user's rules: `--allow`/`--ask`/`--deny`, then `[permissions]` |
 //! | [`PRESETS_PRIORITY`] | the same rules' presets (`$readonly`, `$sandboxed`, user-defined) |
-//! | [`NO_PROMPT_PRIORITY`] | the tool's own `no_prompt = true`: allow |
+//! | [`NO_PROMPT_PRIORITY`] | the tool's own `no_prompt = true`: allow, when the default is `ask` |
 //! | last | the default: `[permissions] default`, else the runtime's |
+//!
+//! A plugin's `no_prompt` only spares the prompt the default would ask: a rule, a
+//! preset or a default of `deny` the user set stays a deny, and an `ask` rule still asks.
 //!
 //! Everything but the embedder's resolvers depends on the tool alone, so it is decided
 //! once per tool when the registry is built ([`Verdicts`]).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ask::QuestionHandler;
+use crate::grants::Grants;
 use crate::info::ToolInfo;
 use crate::permissions::Decision;
 use crate::plugin_info::PluginInfo;
@@ -30,7 +34,7 @@ pub const EMBEDDER_PRIORITY: i32 = 200;
 pub const RULES_PRIORITY: i32 = 100;
 /// The priority of the presets the user's rules name.
 pub const PRESETS_PRIORITY: i32 = 75;
-/// The priority of a tool's own `no_prompt`.
+/// The priority of a tool's own `no_prompt` (which allows only where the default asks).
 pub const NO_PROMPT_PRIORITY: i32 = 50;
 
 /// What a resolver sees: the tool, its plugin (manifest and grants), and the call's
@@ -127,8 +131,30 @@ pub struct Approvals {
     asker: Asker,
     /// Who answers the questions plugins ask during the session's calls (`ctx:ask`).
     questions: Option<Arc<dyn QuestionHandler>>,
-    /// Tools (by path) answered "allow for the session".
-    allowed: Mutex<HashSet<String>>,
+    /// Tools (by path) answered "allow for the session", with what the answer saw of
+    /// their plugin.
+    allowed: Mutex<HashMap<String, Approved>>,
+}
+
+/// What an "allow for the session" was given to: the plugin's code and grants. A
+/// reload that changes either is another plugin to the user, and asks again.
+#[derive(Debug)]
+struct Approved {
+    digest: String,
+    grants: Grants,
+}
+
+impl Approved {
+    fn of(plugin: &PluginInfo) -> Approved {
+        Approved {
+            digest: plugin.digest.clone(),
+            grants: plugin.grants.clone(),
+        }
+    }
+
+    fn covers(&self, plugin: &PluginInfo) -> bool {
+        self.digest == plugin.digest && self.grants == plugin.grants
+    }
 }
 
 impl std::fmt::Debug for Approvals {
@@ -157,7 +183,7 @@ impl Approvals {
         Approvals {
             asker,
             questions: None,
-            allowed: Mutex::new(HashSet::new()),
+            allowed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -179,7 +205,7 @@ impl Approvals {
         Approvals {
             asker: Asker::Refuse(reason.to_string()),
             questions: None,
-            allowed: Mutex::new(HashSet::new()),
+            allowed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -188,15 +214,18 @@ impl Approvals {
         !matches!(self.asker, Asker::Nobody)
     }
 
-    /// Whether the tool at `path` was allowed for the rest of this session.
-    pub fn allowed_for_session(&self, path: &str) -> bool {
-        self.lock().contains(path)
+    /// Whether the tool at `path` of `plugin` was allowed for the rest of this session:
+    /// the answer was given to a plugin of the same code and grants as `plugin`.
+    pub fn allowed_for_session(&self, path: &str, plugin: &PluginInfo) -> bool {
+        self.lock()
+            .get(path)
+            .is_some_and(|approved| approved.covers(plugin))
     }
 
     /// Asks about `prompt` (the tool at `path`); the decision, remembered when the
     /// answer was "allow for the session".
     pub(crate) async fn ask(&self, path: &str, prompt: PermissionPrompt) -> Decision {
-        if self.allowed_for_session(path) {
+        if self.allowed_for_session(path, &prompt.plugin) {
             return Decision::Allow;
         }
         let handler = match &self.asker {
@@ -204,10 +233,11 @@ impl Approvals {
             Asker::Refuse(reason) => return Decision::Deny(reason.clone()),
             Asker::Handler(handler) => handler,
         };
+        let approved = Approved::of(&prompt.plugin);
         match handler.ask(prompt).await {
             Answer::AllowOnce => Decision::Allow,
             Answer::AllowForSession => {
-                self.lock().insert(path.to_string());
+                self.lock().insert(path.to_string(), approved);
                 Decision::Allow
             }
             Answer::Deny { feedback: None } => Decision::Deny("the user denied it".to_string()),
@@ -218,7 +248,7 @@ impl Approvals {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Approved>> {
         self.allowed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -88,7 +88,6 @@ impl Policy {
         let facts = ToolFacts {
             name: &tool.name,
             path: &path,
-            no_prompt: tool.no_prompt,
             read_only: plugin.grants.is_read_only(),
         };
         let default = match self.rules.default.unwrap_or(self.default) {
@@ -99,7 +98,9 @@ impl Policy {
         let verdicts = Verdicts {
             rules: self.rules.by_glob(&facts),
             presets: self.rules.by_preset(&facts),
-            no_prompt: tool.no_prompt.then_some(Decision::Allow),
+            // A plugin's `no_prompt` answers the default's `ask` and nothing else: it
+            // never turns a deny of the user's (rule, preset or default) into an allow.
+            no_prompt: (tool.no_prompt && default == Decision::Ask).then_some(Decision::Allow),
             default,
         };
         let interceptors = self.interceptors.for_tool(&facts);

@@ -45,6 +45,8 @@ pub(super) struct Loaded {
     pub specs: Vec<ToolSpec>,
     pub manifest: Manifest,
     pub grants: Grants,
+    /// The SHA-256 of its code (`Source::code_digest`).
+    pub digest: String,
 }
 
 /// The outcome of loading one file, with the warnings it produced either way.
@@ -136,6 +138,7 @@ impl Loader {
                 );
             }
         };
+        let digest = source.code_digest();
         let mut warnings = source.warnings;
         let manifest = source.manifest;
         let grants = self.policy.capabilities.grant(&manifest);
@@ -172,6 +175,7 @@ impl Loader {
                         specs,
                         manifest,
                         grants,
+                        digest,
                     })
                     .map_err(|failure| Refusal {
                         kind: DiagnosticKind::LoadFailed,

@@ -330,6 +330,7 @@ impl PluginEntry {
             specs,
             manifest,
             grants,
+            digest,
         } = match report.outcome {
             Ok(loaded) => loaded,
             Err(refusal) => return PluginEntry::refused(file, diagnostics, refusal),
@@ -364,6 +365,7 @@ impl PluginEntry {
                 file: file.path.clone(),
                 manifest,
                 grants,
+                digest,
             })),
             file,
             diagnostics,

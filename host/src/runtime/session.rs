@@ -419,7 +419,7 @@ impl Runtime {
             name,
             description,
             tool: tool.clone(),
-            read_only: tool.no_prompt || grants.is_none_or(|grants| !grants.may_write_files()),
+            read_only: grants.is_none_or(|grants| grants.is_read_only()),
             open_world: grants.is_some_and(|grants| grants.may_use_http()),
             enveloped: self.untrusted.envelops(&tool.plugin),
         }

@@ -13,21 +13,25 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tempfile::TempDir;
 use toolcell::artifact::Artifact;
 use toolcell::cache::CodeCache;
+use toolcell::config::Config;
 use toolcell::engine::Options;
 use toolcell::http::HostGrant;
 use toolcell::limits::MIB;
 use toolcell::manifest::{MANIFEST_SECTION, Manifest};
+use toolcell::policy::{Answer, PermissionPrompt};
 use toolcell::results::ResultStore;
-use toolcell::{Call, CallOutcome, Engine, Runtime, Severity};
+use toolcell::{Call, CallOutcome, Engine, Runtime, Scope, Session, Severity};
 use toolcell_tests::Form;
 use toolcell_tests::http_server::TestServer;
 
-use super::attack::{Attack, Expect, Layout, Setup, Source, Step};
+use super::attack::{Attack, Expect, Layout, SessionSetup, Setup, Source, Step};
 
 /// Set in the child process that runs an attack from a home directory: the arena the
 /// parent made for it.
@@ -166,24 +170,30 @@ fn record(dir: &Path, skip: Option<&Path>, snapshot: &mut Snapshot) {
         if Some(path.as_path()) == skip {
             continue;
         }
-        let metadata = std::fs::symlink_metadata(&path).expect("metadata");
-        let value = if metadata.is_symlink() {
-            format!(
-                "link to {}",
-                std::fs::read_link(&path).expect("link").display()
-            )
-        } else if metadata.is_dir() {
+        if std::fs::symlink_metadata(&path).expect("metadata").is_dir() {
             record(&path, skip, snapshot);
-            "dir".to_string()
-        } else {
-            let content = std::fs::read(&path).expect("content");
-            format!(
-                "file of {} bytes: {}",
-                content.len(),
-                toolcell::cache::sha256_hex(&content)
-            )
-        };
-        snapshot.insert(path, value);
+        }
+        snapshot.insert(path.clone(), described(&path));
+    }
+}
+
+/// One entry of a snapshot: a symlink's target, `dir`, or a file's size and digest.
+fn described(path: &Path) -> String {
+    let metadata = std::fs::symlink_metadata(path).expect("metadata");
+    if metadata.is_symlink() {
+        format!(
+            "link to {}",
+            std::fs::read_link(path).expect("link").display()
+        )
+    } else if metadata.is_dir() {
+        "dir".to_string()
+    } else {
+        let content = std::fs::read(path).expect("content");
+        format!(
+            "file of {} bytes: {}",
+            content.len(),
+            toolcell::cache::sha256_hex(&content)
+        )
     }
 }
 
@@ -346,10 +356,13 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
     };
     let placeholders = Placeholders { pairs };
     let file = install_plugin(attack, form, &arena.plugins())?;
+    for (name, content) in &attack.companions {
+        std::fs::write(arena.plugins().join(name), content).map_err(|e| format!("{name}: {e}"))?;
+    }
     for setup in &attack.setup {
         prepare(setup, &arena.root(), &placeholders)?;
     }
-    let before = arena.snapshot();
+    let mut before = arena.snapshot();
 
     let mut builder = Runtime::builder()
         .engine(engine)
@@ -357,7 +370,13 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         .debug_log(attack.logged.then(|| arena.log()))
         .result_store(Some(ResultStore::new(arena.results(), 100 * MIB)))
         .limits(attack.limits.clone())
-        .http_overrides(attack.net.overrides.clone());
+        .http_overrides(attack.net.overrides.clone())
+        .permission_rules(attack.rules.clone());
+    if let Some(text) = attack.config {
+        let config = Config::parse(&placeholders.fill(text))
+            .map_err(|error| format!("the attack's configuration: {error}"))?;
+        builder = builder.config(config);
+    }
     if let Some(root) = arena.given_root() {
         builder = builder.root(root);
     }
@@ -368,20 +387,32 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         .build()
         .await
         .map_err(|error| format!("build: {error}"))?;
+    let prompts = Arc::new(AtomicUsize::new(0));
+    let session = match &attack.session {
+        Some(setup) => Some(session(setup, prompts.clone())?),
+        None => None,
+    };
 
     let mut steps = Steps {
-        runtime: &runtime,
+        runtime,
+        session,
+        prompts,
         arena: &arena,
         file: &file,
         placeholders: &placeholders,
         server: server.as_ref(),
         background: Vec::new(),
         last_result: None,
+        reloaded: Vec::new(),
     };
     for step in &attack.steps {
         steps.check(step).await?;
     }
-    let background = steps.background;
+    let (runtime, background) = (steps.runtime, steps.background);
+    // The plugin files the attack rewrote changed on purpose.
+    for path in steps.reloaded {
+        before.insert(path.clone(), described(&path));
+    }
     // The host is alive and still serves calls: the canary of another plugin answers,
     // with content it could only compute from this call's arguments.
     let nonce = attack.name;
@@ -409,9 +440,13 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
 fn install_plugin(attack: &Attack, form: Form, plugins: &Path) -> Result<String, String> {
     let folder = Path::new(HOSTILE_DIR).join(attack.category.folder());
     let (file, bytes) = match &attack.source {
-        Source::Lua => {
+        Source::Lua | Source::LuaFrom(_) => {
+            let from = match attack.source {
+                Source::LuaFrom(from) => format!("{from}.lua"),
+                _ => format!("{}.lua", attack.name),
+            };
             let file = format!("{}.lua", attack.name);
-            let bytes = std::fs::read(folder.join(&file)).map_err(|e| format!("{file}: {e}"))?;
+            let bytes = std::fs::read(folder.join(&from)).map_err(|e| format!("{from}: {e}"))?;
             match form {
                 Form::Lua => (file, bytes),
                 Form::Packed => {
@@ -501,9 +536,30 @@ async fn with_guard(call: Result<Call, toolcell::InvokeError>) -> Result<CallOut
         .map_err(|_| format!("the call did not end within {HANG_GUARD:?}"))
 }
 
+/// The session of `setup`, counting in `prompts` each time its user is asked.
+fn session(setup: &SessionSetup, prompts: Arc<AtomicUsize>) -> Result<Session, String> {
+    let session = if setup.approves {
+        Session::with_permission_handler(move |_: PermissionPrompt| {
+            prompts.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Answer::AllowForSession)
+        })
+    } else {
+        Session::new()
+    };
+    if setup.scope.is_empty() {
+        return Ok(session);
+    }
+    let scope = Scope::parse(setup.scope.iter().copied()).map_err(|error| error.to_string())?;
+    Ok(session.with_scope(scope))
+}
+
 /// What the steps of one attack share.
 struct Steps<'a> {
-    runtime: &'a Runtime,
+    runtime: Runtime,
+    /// The session calls go through, if the attack has one.
+    session: Option<Session>,
+    /// How many times the session's user was asked.
+    prompts: Arc<AtomicUsize>,
     arena: &'a Arena,
     file: &'a str,
     placeholders: &'a Placeholders,
@@ -511,11 +567,46 @@ struct Steps<'a> {
     background: Vec<Call>,
     /// The result id of the last call, as its notice gives it.
     last_result: Option<String>,
+    /// The plugin files a [`Step::Reload`] rewrote.
+    reloaded: Vec<PathBuf>,
 }
 
 impl Steps<'_> {
+    /// Starts a call of `tool`, through the session if there is one.
+    fn call(&self, tool: &str, args: &str) -> Result<Call, toolcell::InvokeError> {
+        match &self.session {
+            Some(session) => session.call(&self.runtime, tool, args),
+            None => self.runtime.call(tool, args),
+        }
+    }
+
+    /// What the session's model is shown (the canary left out).
+    fn listed(&self) -> Vec<toolcell::ListedTool> {
+        let fresh;
+        let session = match &self.session {
+            Some(session) => session,
+            None => {
+                fresh = Session::new();
+                &fresh
+            }
+        };
+        let mut tools = session.tools(&self.runtime);
+        tools.retain(|tool| tool.name != "canary");
+        tools
+    }
+
     async fn check(&mut self, step: &Step) -> Result<(), String> {
-        let (runtime, file, placeholders) = (self.runtime, self.file, self.placeholders);
+        if let Step::Reload { file, content } = step {
+            let path = self.arena.plugins().join(file);
+            std::fs::write(&path, content).map_err(|e| format!("{file}: {e}"))?;
+            self.runtime
+                .reload(&path)
+                .await
+                .ok_or_else(|| format!("{file} is not a plugin file of the runtime"))?;
+            self.reloaded.push(path);
+            return Ok(());
+        }
+        let (runtime, file, placeholders) = (&self.runtime, self.file, self.placeholders);
         match step {
             Step::LoadFails(expected) | Step::LoadFailsStartingWith(expected) => {
                 let expected = placeholders.fill(expected);
@@ -562,7 +653,7 @@ impl Steps<'_> {
             }
             Step::Call { tool, args, expect } => {
                 let args = placeholders.fill(args);
-                match runtime.call(tool, &args) {
+                match self.call(tool, &args) {
                     Err(error) => check_refusal(tool, expect, &error.to_string(), placeholders)?,
                     Ok(call) => {
                         let result = call.result_id();
@@ -574,7 +665,7 @@ impl Steps<'_> {
                 }
             }
             Step::Background { tool, args } => {
-                let call = runtime
+                let call = self
                     .call(tool, &placeholders.fill(args))
                     .map_err(|error| format!("{tool}: refused: {error}"))?;
                 self.background.push(call);
@@ -649,6 +740,34 @@ impl Steps<'_> {
                 max_bytes,
                 last_line_end,
             } => check_log(&self.arena.log(), *max_bytes, last_line_end).await?,
+            Step::Listed(names) => {
+                let shown: Vec<String> = self.listed().into_iter().map(|tool| tool.name).collect();
+                if shown != *names {
+                    return Err(format!("the model is shown {shown:?}, expected {names:?}"));
+                }
+            }
+            Step::ReadOnly { tool, read_only } => {
+                let listed = self.listed();
+                let found = listed
+                    .iter()
+                    .find(|listed| listed.name == *tool)
+                    .ok_or_else(|| format!("{tool} is not shown"))?;
+                if found.read_only != *read_only {
+                    return Err(format!(
+                        "{tool} is shown with read_only {}, expected {read_only}",
+                        found.read_only
+                    ));
+                }
+            }
+            Step::Prompts(count) => {
+                let asked = self.prompts.load(Ordering::SeqCst);
+                if asked != *count {
+                    return Err(format!(
+                        "the user was asked {asked} times, expected {count}"
+                    ));
+                }
+            }
+            Step::Reload { .. } => unreachable!("reloaded above"),
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::fmt;
 
 use toolcell::config::HttpSection;
 use toolcell::limits::Limits;
+use toolcell::policy::CommandLineRules;
 
 /// The attack categories of the issue, in the order docs/security.md's table lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -27,11 +28,14 @@ pub enum Category {
     /// What a plugin hands the host and the model: schemas, results, descriptions,
     /// logs, copies.
     Budgets,
+    /// What a plugin says about itself: names, ids, flags, and the files and settings
+    /// that follow from them.
+    Authority,
 }
 
 impl Category {
     /// Every category, in table order.
-    pub const ALL: [Category; 8] = [
+    pub const ALL: [Category; 9] = [
         Category::Cpu,
         Category::Memory,
         Category::Files,
@@ -40,6 +44,7 @@ impl Category {
         Category::Json,
         Category::Wasm,
         Category::Budgets,
+        Category::Authority,
     ];
 
     /// The folder of `tests/hostile/` that holds the category's plugins.
@@ -53,6 +58,7 @@ impl Category {
             Category::Json => "json",
             Category::Wasm => "wasm",
             Category::Budgets => "budgets",
+            Category::Authority => "authority",
         }
     }
 
@@ -67,6 +73,7 @@ impl Category {
             Category::Json => "JSON",
             Category::Wasm => "wasm below Lua",
             Category::Budgets => "handed to the host and the model",
+            Category::Authority => "a plugin's word about itself",
         }
     }
 }
@@ -82,6 +89,9 @@ impl fmt::Display for Category {
 pub enum Source {
     /// `tests/hostile/CATEGORY/NAME.lua`, copied as `NAME.lua`.
     Lua,
+    /// `tests/hostile/CATEGORY/FILE.lua`, copied as `NAME.lua`: one plugin tried under
+    /// several settings.
+    LuaFrom(&'static str),
     /// `tests/hostile/CATEGORY/NAME.wat`, a whole component in the text format,
     /// assembled to the binary `NAME.wasm`.
     Wat,
@@ -125,6 +135,15 @@ pub enum Layout {
     /// `root/`, holding a `.bashrc`: the runtime runs in a child process whose `HOME`
     /// and working directory are that directory.
     HomeAsDefaultRoot,
+}
+
+/// The session an attack's calls go through, as an agent's model makes them.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSetup {
+    /// `--tools` globs (none: every tool).
+    pub scope: Vec<&'static str>,
+    /// Whether someone answers `ask`: "allow for the session", every time.
+    pub approves: bool,
 }
 
 /// How a call must end.
@@ -185,6 +204,19 @@ pub enum Step {
         max_bytes: usize,
         last_line_end: String,
     },
+    /// The session's model is shown exactly these names (the canary's left out), in
+    /// order.
+    Listed(Vec<&'static str>),
+    /// The tool shown as `tool` is read-only to MCP clients (`readOnlyHint`) or not.
+    ReadOnly { tool: &'static str, read_only: bool },
+    /// Someone was asked exactly this many times so far.
+    Prompts(usize),
+    /// Writes `content` as file `file` of the plugin directory and reloads it, as
+    /// `serve --watch` does.
+    Reload {
+        file: &'static str,
+        content: &'static str,
+    },
 }
 
 /// HTTP settings of an attack's runtime.
@@ -215,6 +247,14 @@ pub struct Attack {
     pub net: Net,
     /// Whether the runtime writes a debug log (into a directory of its own).
     pub logged: bool,
+    /// Other files of the plugin directory: plugins beside the attacker, sidecars.
+    pub companions: Vec<(&'static str, &'static str)>,
+    /// The configuration file's text.
+    pub config: Option<&'static str>,
+    /// `--allow`, `--ask`, `--deny`.
+    pub rules: CommandLineRules,
+    /// The session calls go through; none: `Runtime::call`.
+    pub session: Option<SessionSetup>,
     pub steps: Vec<Step>,
 }
 
@@ -232,11 +272,21 @@ pub fn attack(category: Category, name: &'static str, what: &'static str) -> Att
         limits: Limits::default(),
         net: Net::default(),
         logged: false,
+        companions: Vec::new(),
+        config: None,
+        rules: CommandLineRules::default(),
+        session: None,
         steps: Vec::new(),
     }
 }
 
 impl Attack {
+    /// The plugin is `FILE.lua` of the category, copied as `NAME.lua`.
+    pub fn lua_from(mut self, file: &'static str) -> Self {
+        self.source = Source::LuaFrom(file);
+        self
+    }
+
     /// The plugin is the component `NAME.wat`.
     pub fn wat(mut self) -> Self {
         self.source = Source::Wat;
@@ -320,6 +370,27 @@ impl Attack {
     /// Writes a debug log, as `CLM_DEBUG_LOG` would.
     pub fn logged(mut self) -> Self {
         self.logged = true;
+        self
+    }
+
+    /// Puts another file into the plugin directory beside the attacker.
+    pub fn companion(mut self, file: &'static str, content: &'static str) -> Self {
+        self.companions.push((file, content));
+        self
+    }
+
+    /// Loads with this configuration file.
+    pub fn config(mut self, text: &'static str) -> Self {
+        self.config = Some(text);
+        self
+    }
+
+    /// Calls go through a session whose user answers every `ask` with "allow for the
+    /// session".
+    pub fn approving(mut self) -> Self {
+        self.session
+            .get_or_insert_with(SessionSetup::default)
+            .approves = true;
         self
     }
 
@@ -454,6 +525,26 @@ impl Attack {
             max_bytes,
             last_line_end,
         })
+    }
+
+    /// The model is shown exactly `names` (besides the canary).
+    pub fn listed(self, names: &[&'static str]) -> Self {
+        self.step(Step::Listed(names.to_vec()))
+    }
+
+    /// `tool` is shown as read-only, or not.
+    pub fn read_only(self, tool: &'static str, read_only: bool) -> Self {
+        self.step(Step::ReadOnly { tool, read_only })
+    }
+
+    /// The session's user was asked `count` times so far.
+    pub fn prompts(self, count: usize) -> Self {
+        self.step(Step::Prompts(count))
+    }
+
+    /// `file` of the plugin directory becomes `content` and is reloaded.
+    pub fn reload(self, file: &'static str, content: &'static str) -> Self {
+        self.step(Step::Reload { file, content })
     }
 
     /// The root holds `path` with `content` (None: no such file).
