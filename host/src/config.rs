@@ -41,7 +41,7 @@
 //! max_lines = 2000
 //! max_bytes = 51200
 //! max_description_bytes = 4096
-//! results_dir = "/path"      # where whole outputs are kept; default: the cache's results/
+//! results_dir = "/path"      # where whole outputs are kept (relative: to this file's directory); default: the cache's results/
 //! results_max_bytes = 104857600
 //! [output.tools.report]      # one tool, over [plugins.ID.output] and [output]
 //! max_lines = 10000
@@ -318,13 +318,19 @@ impl Config {
 
     /// `[files] root`, relative paths taken from the config file's directory.
     pub fn files_root(&self) -> Option<PathBuf> {
-        let root = self.files.root.as_ref()?;
+        Some(self.relative_to_file(self.files.root.as_ref()?))
+    }
+
+    /// `path` as the config file means it: a relative path is taken from the config
+    /// file's directory, whatever the current directory (of `serve`, or of
+    /// `toolcell result --config` later).
+    fn relative_to_file(&self, path: &Path) -> PathBuf {
         let base = self
             .path
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(Path::new(""));
-        Some(base.join(root))
+        base.join(path)
     }
 
     /// Parses configuration text and checks every value.
@@ -490,14 +496,13 @@ impl Config {
             .unwrap_or(output::DEFAULT_MAX_DESCRIPTION_BYTES)
     }
 
-    /// The result store: `[output] results_dir`, else `results/` in `cache_dir`; none
-    /// when neither is set.
+    /// The result store: `[output] results_dir` (relative to the config file's
+    /// directory), else `results/` in `cache_dir`; none when neither is set.
     pub fn result_store(&self, cache_dir: Option<&Path>) -> Option<ResultStore> {
-        let dir = self
-            .output
-            .results_dir
-            .clone()
-            .or_else(|| cache_dir.map(|dir| dir.join("results")))?;
+        let dir = match &self.output.results_dir {
+            Some(dir) => self.relative_to_file(dir),
+            None => cache_dir?.join("results"),
+        };
         let max_bytes = self
             .output
             .results_max_bytes

@@ -173,7 +173,8 @@ pub enum FileError {
         path: String,
         /// "it is" or "it lies inside".
         relation: &'static str,
-        /// What the host trusts there ("the plugin directory /x").
+        /// What the host trusts there, and where in the root ("the plugin directory
+        /// (plugins)").
         trusted: String,
     },
     /// It is a directory, a device, a FIFO, ...
@@ -418,7 +419,9 @@ impl FileRoot {
             action,
             path: path.to_string(),
             relation,
-            trusted: inside.trusted.describe(),
+            // Named by where it lies in the root: the plugin sees root-relative paths,
+            // and the host's own layout (home, cache) is none of its business.
+            trusted: format!("{} ({})", inside.trusted.what, inside.relative.display()),
         })
     }
 

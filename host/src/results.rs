@@ -1,7 +1,10 @@
 //! The result store: the whole output of every tool result the model saw cut (see
 //! `output`), one file per call, so that the user (`toolcell result ID`), the embedding
 //! application ([`crate::Runtime::result`]) or an agent with file access can read what
-//! was cut. The store has a size cap; the oldest results go first.
+//! was cut. The store has a size cap; the oldest results go first. Making room and
+//! writing happen under an exclusive lock on the store's [`LOCK_FILE`], so that calls
+//! finishing at once, in one process or in several sharing the store, cannot together
+//! keep more than the cap.
 //!
 //! A result's id is the runtime's run id and the call's id, `0a1b2c3d-17`: call ids
 //! start again at 1 in every run, and runs share the store.
@@ -20,6 +23,9 @@ pub const DEFAULT_MAX_BYTES: u64 = 100 * MIB;
 
 /// The file name extension of a stored result.
 const EXTENSION: &str = "txt";
+
+/// The file in the store's directory whose lock is held while a result is put.
+pub const LOCK_FILE: &str = ".lock";
 
 /// Why a result could not be stored or read.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +97,14 @@ impl ResultStore {
         };
         // Results may hold what a tool read for one user: only that user may read them.
         create_private_dir(&self.dir).map_err(io)?;
+        let lock = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(LOCK_FILE))
+            .map_err(io)?;
+        // Released when `lock` is closed, at the end of this function.
+        lock.lock().map_err(io)?;
         self.make_room(bytes).map_err(io)?;
         write_atomically(&path, text.as_bytes(), Readers::Owner)
             .map_err(|error| io(error.source))?;
@@ -209,6 +223,38 @@ mod tests {
         ] {
             assert!(matches!(store.get(id), Err(ResultError::BadId(_))), "{id}");
         }
+    }
+
+    #[test]
+    fn the_cap_holds_when_results_are_put_at_once() {
+        // Issue 33: 16 calls finishing at once kept 1.8 MB against a cap of 1 MB.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cap = 100_000;
+        let threads: Vec<_> = (0..16)
+            .map(|thread| {
+                let store = ResultStore::new(dir.path(), cap);
+                std::thread::spawn(move || {
+                    for call in 0..20 {
+                        let id = format!("0000000{:x}-{call}", thread % 16);
+                        store.put(&id, &"x".repeat(9_000)).expect("stored");
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("no panic");
+        }
+        let kept: u64 = std::fs::read_dir(dir.path())
+            .expect("the store")
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".txt"))
+            .map(|entry| entry.metadata().expect("metadata").len())
+            .sum();
+        assert!(kept <= cap, "{kept} bytes kept against a cap of {cap}");
+        assert!(
+            kept >= cap - 9_000,
+            "the store is used up to its cap: {kept}"
+        );
     }
 
     #[test]

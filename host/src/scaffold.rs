@@ -259,10 +259,18 @@ fn write(path: &Path, content: &str, executable: bool) -> Result<(), ScaffoldErr
     Ok(())
 }
 
+/// `text` as one word of a POSIX shell script, taken literally: in single quotes, each
+/// `'` in it written `'\''`. A checkout's path goes into `test.sh` this way, so that a
+/// `$(...)`, a backquote or a quote in it is never run.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 /// The values the templates' `{{...}}` placeholders stand for.
 struct Vars {
     name: String,
     crate_name: String,
+    /// The checkout's path, shell-quoted (`test.sh` is its only user).
     toolcell_src: String,
     guest_dependency: String,
     guest_source: String,
@@ -298,9 +306,11 @@ impl Vars {
         Vars {
             name: options.name.clone(),
             crate_name: options.name.replace('-', "_"),
-            toolcell_src: toolcell_src
-                .map(|src| src.display().to_string())
-                .unwrap_or_default(),
+            toolcell_src: shell_quoted(
+                &toolcell_src
+                    .map(|src| src.display().to_string())
+                    .unwrap_or_default(),
+            ),
             guest_dependency,
             guest_source,
             build_script: match options.lang {

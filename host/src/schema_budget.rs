@@ -1,4 +1,4 @@
-//! The budget a plugin's tool schemas are compiled under.
+//! The budget a plugin's tool schemas are compiled and matched under.
 //!
 //! A `params_schema` is the plugin's to write, but its validator lives in the host: a
 //! few bytes of `pattern` such as `^[\p{L}\p{N}]{0,120}$` compile to megabytes of
@@ -6,16 +6,23 @@
 //! compiled, [`Spending`] checks its size and depth, and what each of its regular
 //! expressions will cost, against the plugin's [`SchemaBudget`]; a schema over budget
 //! is refused with the reason, naming the pattern. The cost of a pattern is measured
-//! by compiling it with the engine the validator uses (regex-automata, under
-//! fancy-regex) and asking how much memory it took, with the engine's size limit set
-//! to what the budget has left, so that a measurement never costs more than the budget
-//! it checks: the per-plugin total bounds both the memory and the time spent. Patterns
-//! a plugin repeats are compiled once (the validators share a cache) and charged once.
+//! by compiling it with the engine the validator uses (the `regex` crate's,
+//! regex-automata) and asking how much memory it took, with the engine's size limit
+//! set to what the budget has left, so that a measurement never costs more than the
+//! budget it checks: the per-plugin total bounds both the memory and the time spent.
+//! A pattern's verdict holds for every schema of the plugin that repeats it: it is
+//! compiled and charged once, and one refused is refused wherever it appears.
+//!
+//! Matching costs time linear in the value matched, whatever the pattern: that engine
+//! has no look-around and no back-references, whose backtracking can take seconds of
+//! host CPU on a few kilobytes of arguments or output, outside any call's deadline. A
+//! pattern that uses them is refused here, saying which and why.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use regex_automata::meta;
+use regex_syntax::ast;
 use serde_json::Value;
 
 use crate::limits::{SchemaBudget, format_bytes};
@@ -46,6 +53,16 @@ pub enum OverBudget {
         at: String,
         limit: usize,
     },
+    /// A pattern needs a backtracking engine, whose matching time is not linear.
+    #[error(
+        "the pattern {} at `{at}` uses {feature}, which cannot be matched in time linear in the value (the limit for every pattern): look-around and back-references are refused",
+        quoted(pattern)
+    )]
+    NotLinear {
+        pattern: String,
+        at: String,
+        feature: &'static str,
+    },
     /// Compiling the plugin's schemas took too long.
     #[error("compiling the plugin's schemas took longer than {} ms", limit.as_millis())]
     OutOfTime { limit: Duration },
@@ -69,8 +86,9 @@ pub struct Spending {
     budget: SchemaBudget,
     schema_bytes: usize,
     pattern_bytes: usize,
-    /// The patterns charged, with their cost: a repeated one is compiled once.
-    patterns: HashMap<String, usize>,
+    /// The patterns measured, with their verdict: a repeated one is compiled once, and
+    /// one refused stays refused.
+    patterns: HashMap<String, Result<(), OverBudget>>,
     started: Instant,
 }
 
@@ -126,30 +144,51 @@ impl Spending {
         let mut found = Vec::new();
         patterns(schema, &mut String::new(), &mut found);
         for (pattern, at) in found {
-            if self.patterns.contains_key(pattern) {
-                continue;
+            let verdict = match self.patterns.get(pattern) {
+                Some(verdict) => verdict.clone(),
+                None => {
+                    self.check_time()?;
+                    let verdict = self.measure(pattern);
+                    self.patterns.insert(pattern.to_string(), verdict.clone());
+                    verdict
+                }
+            };
+            verdict.map_err(|refusal| refusal.at(at))?;
+        }
+        Ok(())
+    }
+
+    /// Compiles `pattern` within what the budget has left and charges what it cost; a
+    /// pattern over budget is charged what measuring it cost, so a plugin cannot make
+    /// the host compile more than its budget by failing over and over. The refusal's
+    /// place is filled in by the caller.
+    fn measure(&mut self, pattern: &str) -> Result<(), OverBudget> {
+        let left = self
+            .budget
+            .plugin_pattern_bytes
+            .saturating_sub(self.pattern_bytes);
+        let limit = self.budget.pattern_bytes.min(left);
+        // With nothing left, even parsing the pattern is not for the plugin to ask.
+        let measured = if limit == 0 {
+            Measured::TooLarge
+        } else {
+            compiled_size(pattern, limit)
+        };
+        let pattern = pattern.to_string();
+        let at = String::new();
+        match measured {
+            Measured::Fits(size) => {
+                self.pattern_bytes += size;
+                Ok(())
             }
-            self.check_time()?;
-            let left = self
-                .budget
-                .plugin_pattern_bytes
-                .saturating_sub(self.pattern_bytes);
-            let limit = self.budget.pattern_bytes.min(left);
-            // With nothing left, even parsing the pattern is not for the plugin to ask.
-            let measured = if limit == 0 {
-                None
-            } else {
-                compiled_size(pattern, limit)
-            };
-            let (cost, fits) = match measured {
-                Some(size) => (size, true),
-                None => (limit, false),
-            };
-            self.pattern_bytes += cost;
-            self.patterns.insert(pattern.to_string(), cost);
-            if !fits {
-                let pattern = pattern.to_string();
-                return Err(if limit == self.budget.pattern_bytes {
+            Measured::NotLinear(feature) => Err(OverBudget::NotLinear {
+                pattern,
+                at,
+                feature,
+            }),
+            Measured::TooLarge => {
+                self.pattern_bytes += limit;
+                Err(if limit == self.budget.pattern_bytes {
                     OverBudget::PatternTooLarge { pattern, at, limit }
                 } else {
                     OverBudget::PatternsTooLarge {
@@ -157,10 +196,22 @@ impl Spending {
                         at,
                         limit: self.budget.plugin_pattern_bytes,
                     }
-                });
+                })
             }
         }
-        Ok(())
+    }
+}
+
+impl OverBudget {
+    /// The refusal of a pattern, placed at `place` in the schema that has it.
+    fn at(mut self, place: String) -> OverBudget {
+        match &mut self {
+            OverBudget::PatternTooLarge { at, .. }
+            | OverBudget::PatternsTooLarge { at, .. }
+            | OverBudget::NotLinear { at, .. } => *at = place,
+            _ => {}
+        }
+        self
     }
 }
 
@@ -213,107 +264,54 @@ fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// The memory `pattern` compiles to, or `None` when it needs more than `limit`.
-///
-/// The validator translates the pattern (ECMA 262) to the Rust engines' syntax and
-/// compiles it with fancy-regex, which hands everything but look-arounds and
-/// backreferences to regex-automata; leading look-aheads it may instead compile as
-/// separate expressions. Here each of those is measured with regex-automata, look-arounds
-/// counted as the groups they contain and backreferences as nothing (the backtracking
-/// machine that runs them is small). A pattern that cannot be measured that way is
-/// charged the whole limit.
-fn compiled_size(pattern: &str, limit: usize) -> Option<usize> {
-    let mut pieces: Vec<String> = Vec::new();
-    if let Ok(translated) = jsonschema_regex::to_rust_regex(pattern) {
-        pieces.push(regular_part(&translated));
-    }
-    if let Some(parts) = jsonschema_regex::split_leading_lookaheads(pattern) {
-        for part in parts {
-            if let Ok(translated) = jsonschema_regex::to_rust_regex(&part) {
-                pieces.push(regular_part(&translated));
-            }
-        }
-    }
-    let mut total = 0usize;
-    for piece in pieces {
-        let left = limit.checked_sub(total)?;
-        let config = meta::Config::new().nfa_size_limit(Some(left));
-        match meta::Regex::builder().configure(config).build(&piece) {
-            Ok(regex) => total += regex.memory_usage(),
-            // A syntax error here is the validator's to report (or the measure's to
-            // miss): charge what it might have cost.
-            Err(error) if error.size_limit().is_none() && error.syntax_error().is_some() => {
-                total += limit.saturating_sub(total)
-            }
-            Err(_) => return None,
-        }
-    }
-    (total <= limit).then_some(total)
+/// What measuring a pattern found.
+#[derive(Debug, PartialEq, Eq)]
+enum Measured {
+    /// It compiles to this many bytes, within the limit.
+    Fits(usize),
+    /// It compiles to more than the limit.
+    TooLarge,
+    /// It uses a feature of backtracking engines (named): it cannot be matched in
+    /// linear time.
+    NotLinear(&'static str),
 }
 
-/// `pattern` (Rust regex syntax) with what only a backtracking engine runs taken out:
-/// each look-around becomes a plain group of what it looks for, each backreference is
-/// dropped. What remains is what fancy-regex hands to regex-automata, or more.
-fn regular_part(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len());
-    let mut chars = pattern.chars().peekable();
-    let mut class_depth = 0usize;
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                let Some(escaped) = chars.next() else {
-                    out.push(c);
-                    break;
-                };
-                if class_depth == 0 && escaped.is_ascii_digit() && escaped != '0' {
-                    while chars.peek().is_some_and(char::is_ascii_digit) {
-                        chars.next();
-                    }
-                } else if class_depth == 0 && escaped == 'k' && chars.peek() == Some(&'<') {
-                    for skipped in chars.by_ref() {
-                        if skipped == '>' {
-                            break;
-                        }
-                    }
-                } else {
-                    out.push(c);
-                    out.push(escaped);
+/// The memory `pattern` (ECMA 262, as a schema has it) compiles to, translated to the
+/// `regex` crate's syntax as the validator translates it, with the engine's size limit
+/// set to `limit`. A pattern that does not parse is charged the whole limit, one that
+/// does not translate nothing: the validator reports what is wrong with either.
+fn compiled_size(pattern: &str, limit: usize) -> Measured {
+    // A pattern that does not translate is measured as written, to name what made it
+    // fail when that is look-around or a back-reference; else it costs nothing here.
+    let (translated, translates) = match jsonschema_regex::to_rust_regex(pattern) {
+        Ok(translated) => (translated, true),
+        Err(()) => (pattern.into(), false),
+    };
+    let config = meta::Config::new().nfa_size_limit(Some(limit));
+    let measured = match meta::Regex::builder().configure(config).build(&translated) {
+        Ok(regex) if regex.memory_usage() <= limit => Measured::Fits(regex.memory_usage()),
+        Ok(_) => Measured::TooLarge,
+        Err(error) => match error.syntax_error() {
+            Some(regex_syntax::Error::Parse(parse)) => match parse.kind() {
+                ast::ErrorKind::UnsupportedLookAround => Measured::NotLinear("look-around"),
+                ast::ErrorKind::UnsupportedBackreference => Measured::NotLinear("a back-reference"),
+                // A named one (`\k<name>`) is no escape the parser knows.
+                ast::ErrorKind::EscapeUnrecognized
+                    if parse.pattern()[parse.span().start.offset..].starts_with("\\k<") =>
+                {
+                    Measured::NotLinear("a back-reference")
                 }
-            }
-            '[' => {
-                class_depth += 1;
-                out.push(c);
-                // A `]` (or `^]`) right after the opening bracket is a literal.
-                if chars.peek() == Some(&'^') {
-                    out.push(chars.next().unwrap_or('^'));
-                }
-                if chars.peek() == Some(&']') {
-                    out.push(chars.next().unwrap_or(']'));
-                }
-            }
-            ']' if class_depth > 0 => {
-                class_depth -= 1;
-                out.push(c);
-            }
-            '(' if class_depth == 0 && chars.peek() == Some(&'?') => {
-                let rest: String = chars.clone().take(4).collect();
-                let skip = ["?<=", "?<!", "?=", "?!", "?>"]
-                    .into_iter()
-                    .find(|prefix| rest.starts_with(prefix))
-                    .map_or(0, str::len);
-                if skip > 0 {
-                    for _ in 0..skip {
-                        chars.next();
-                    }
-                    out.push_str("(?:");
-                } else {
-                    out.push(c);
-                }
-            }
-            _ => out.push(c),
-        }
+                _ => Measured::Fits(limit),
+            },
+            Some(_) => Measured::Fits(limit),
+            None => Measured::TooLarge,
+        },
+    };
+    match measured {
+        Measured::NotLinear(_) => measured,
+        _ if !translates => Measured::Fits(0),
+        _ => measured,
     }
-    out
 }
 
 #[cfg(test)]
@@ -332,12 +330,12 @@ mod tests {
             "^[a-z]+$",
             "^[a-zA-Z0-9_.-]+@[a-z]+\\.[a-z]{2,}$",
             "^\\d{4}-\\d{2}-\\d{2}$",
-            "^(?=.*[A-Z])(?=.*\\d).{8,64}$",
-            "^(\\w+) \\1$",
-            "(?<=@)[a-z]+",
+            "^[a-z]+(-[a-z]+)*$",
+            "^\\w{1,64}$",
         ] {
-            // A backreference keeps `\w` Unicode-wide: about 380 KB.
-            let size = compiled_size(pattern, usize::MAX).expect("measured");
+            let Measured::Fits(size) = compiled_size(pattern, usize::MAX) else {
+                panic!("{pattern} is measured");
+            };
             assert!(size < 512 * 1024, "{pattern}: {size}");
         }
     }
@@ -353,22 +351,67 @@ mod tests {
             error.to_string(),
             r#"the pattern "^[\\p{L}\\p{N}]{0,120}$" at `/properties/name/pattern` compiles to more than 2 MiB (the limit per pattern)"#
         );
+        let schema = json!({ "patternProperties": { "^[\\p{L}\\p{N}]{0,120}$": {} } });
+        assert!(
+            matches!(
+                spending().admit(&schema),
+                Err(OverBudget::PatternTooLarge { .. })
+            ),
+            "{schema}"
+        );
     }
 
     #[test]
-    fn a_huge_lookaround_or_property_pattern_is_refused_too() {
-        for schema in [
-            json!({ "pattern": "(?=[\\p{L}\\p{N}]{0,120}$)x" }),
-            json!({ "pattern": "(?<![\\p{L}\\p{N}]{0,120})\\1" }),
-            json!({ "patternProperties": { "^[\\p{L}\\p{N}]{0,120}$": {} } }),
+    fn look_around_and_back_references_are_refused_naming_the_pattern() {
+        let error = spending()
+            .admit(&json!({ "items": { "pattern": "^(a|a)*\\1b" } }))
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"the pattern "^(a|a)*\\1b" at `/items/pattern` uses a back-reference, which cannot be matched in time linear in the value (the limit for every pattern): look-around and back-references are refused"#
+        );
+        for (pattern, feature) in [
+            ("^(?=.*[A-Z])(?=.*\\d).{8,64}$", "look-around"),
+            ("(?<=@)[a-z]+", "look-around"),
+            ("x(?!y)", "look-around"),
+            ("^(?<w>\\w+) \\k<w>$", "a back-reference"),
         ] {
-            assert!(
-                matches!(
-                    spending().admit(&schema),
-                    Err(OverBudget::PatternTooLarge { .. })
-                ),
-                "{schema}"
+            assert_eq!(
+                spending().admit(&json!({ "pattern": pattern })),
+                Err(OverBudget::NotLinear {
+                    pattern: pattern.to_string(),
+                    at: "/pattern".to_string(),
+                    feature
+                }),
+                "{pattern}"
             );
+        }
+    }
+
+    #[test]
+    fn a_refused_pattern_is_refused_wherever_it_appears_again() {
+        let mut spending = spending();
+        let huge = "^[\\p{L}\\p{N}]{0,120}$";
+        for at in ["/pattern", "/items/pattern"] {
+            let schema = if at == "/pattern" {
+                json!({ "pattern": huge })
+            } else {
+                json!({ "items": { "pattern": huge } })
+            };
+            assert_eq!(
+                spending.admit(&schema),
+                Err(OverBudget::PatternTooLarge {
+                    pattern: huge.to_string(),
+                    at: at.to_string(),
+                    limit: 2 * 1024 * 1024
+                })
+            );
+        }
+        for _ in 0..2 {
+            assert!(matches!(
+                spending.admit(&json!({ "pattern": "(a)\\1" })),
+                Err(OverBudget::NotLinear { .. })
+            ));
         }
     }
 
@@ -423,17 +466,5 @@ mod tests {
             spending.admit(&json!({ "a": { "b": [[1]] } })),
             Err(OverBudget::TooDeep { limit: 3 })
         );
-    }
-
-    #[test]
-    fn the_regular_part_drops_only_what_backtracking_runs() {
-        assert_eq!(
-            regular_part("(?=a)(?!b)(?<=c)(?<!d)e"),
-            "(?:a)(?:b)(?:c)(?:d)e"
-        );
-        assert_eq!(regular_part("(\\w+)\\s\\1\\k<x>"), "(\\w+)\\s");
-        assert_eq!(regular_part("[(?=\\1]"), "[(?=\\1]");
-        assert_eq!(regular_part("[]\\]]x\\\\1"), "[]\\]]x\\\\1");
-        assert_eq!(regular_part("(?<name>a)"), "(?<name>a)");
     }
 }

@@ -100,7 +100,9 @@ impl ValidatorCompiler {
                 json_kind(schema)
             )])));
         }
-        let patterns = jsonschema::PatternOptions::fancy_regex()
+        // The `regex` crate's engine: matching time linear in the value, whatever the
+        // pattern (`schema_budget` refuses the patterns it cannot run).
+        let patterns = jsonschema::PatternOptions::regex()
             .size_limit(self.pattern_bytes)
             .dfa_size_limit(PATTERN_CACHE_BYTES);
         jsonschema::options()

@@ -486,7 +486,7 @@ fn a_plugin_goes_from_new_to_a_registry_and_back_verified_and_callable() {
     let lock_text = fs::read_to_string(lock).expect("the lock file");
     assert!(
         lock_text.contains(&format!(
-            "#@ id=hello ref={reference} digest={digest} signer={public} file=plugins/hello.wasm\n{}  plugins/hello.wasm\n",
+            "#@ id=hello ref={reference} digest={digest} signer={public} file=hello.wasm\n{}  plugins/hello.wasm\n",
             sha256_hex(&bytes)
         )),
         "{lock_text}"
@@ -558,6 +558,47 @@ fn install_without_a_reference_reinstalls_exactly_what_the_lock_records() {
     );
     let call = work.ok(&target.args("call", &[], &["which"]));
     assert_eq!(call.stdout, "v1\n");
+}
+
+#[test]
+fn a_lock_file_cannot_make_install_write_outside_the_plugin_directory() {
+    // Issue 33, reproduction 5: a committed lock file's records named where to write.
+    // No registry is needed: the lock is refused before anything is pulled.
+    let work = Work::new();
+    let home = work.path("home");
+    fs::create_dir(&home).expect("home");
+    fs::write(home.join(".bashrc"), "# mine\n").expect("bashrc");
+    let target = Target {
+        plugins: work.path("plugins"),
+        lock: work.path("team.lock"),
+        config: work.trust(&[]),
+    };
+    let digest = format!("sha256:{}", "0".repeat(64));
+    let outside = home.join("evil.wasm");
+    for file in ["../home/.bashrc", path_str(&outside), "sub/x.wasm", ".."] {
+        fs::write(
+            &target.lock,
+            format!(
+                "# committed by someone else\n#@ id=x ref=127.0.0.1:1/x/y:1 digest={digest} signer=none file={file}\n{}  {file}\n",
+                "0".repeat(64)
+            ),
+        )
+        .expect("write the lock");
+        let run = work.toolcell(&target.args("install", &[], &[]), &[]);
+        assert_eq!(run.code, Some(2), "{run}");
+        assert!(
+            run.stderr.contains("team.lock:2: ")
+                && run
+                    .stderr
+                    .contains(&format!("file={file} is not a plain file name")),
+            "{run}"
+        );
+        assert_eq!(
+            fs::read_to_string(home.join(".bashrc")).expect("bashrc"),
+            "# mine\n"
+        );
+        assert!(!outside.exists() && !target.plugins.exists(), "{run}");
+    }
 }
 
 #[test]

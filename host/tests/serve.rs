@@ -1,6 +1,7 @@
-//! `toolcell serve --http` in production: the `/healthz` and `/readyz` probes, and a
-//! drain on SIGTERM with a slow tool call in flight, driven by the official MCP Python
-//! SDK (tests/mcp/shutdown.py; tools/bootstrap installs the SDK).
+//! `toolcell serve --http` in production, driven by the official MCP Python SDK
+//! (tools/bootstrap installs it): the `/healthz` and `/readyz` probes and a drain on
+//! SIGTERM with a slow tool call in flight (tests/mcp/shutdown.py), and clients that
+//! hold connections and send nothing (tests/mcp/edges.py).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -9,7 +10,20 @@ const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
 
 #[test]
 fn probes_answer_and_sigterm_drains_calls_in_flight_within_the_grace_period() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/shutdown.py");
+    run_checks("shutdown.py");
+}
+
+#[test]
+fn idle_connections_and_exhausted_file_descriptors_do_not_stop_the_server() {
+    run_checks("edges.py");
+}
+
+/// Runs tests/mcp/SCRIPT against the binary; it prints "all checks passed" when every
+/// check held.
+fn run_checks(script: &str) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp")
+        .join(script);
     let python = std::env::var("TOOLCELL_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let output = Command::new(&python)
         .arg(&script)
@@ -28,7 +42,8 @@ fn probes_answer_and_sigterm_drains_calls_in_flight_within_the_grace_period() {
     }
     assert!(
         output.status.success() && stdout.contains("all checks passed"),
-        "the shutdown checks failed: {:?}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}",
+        "{} failed: {:?}\n--- stdout:\n{stdout}\n--- stderr:\n{stderr}",
+        script.display(),
         output.status
     );
 }

@@ -31,6 +31,7 @@ impl RegistryArgs {
         RegistryOptions {
             plain_http: self.plain_http,
             max_artifact_bytes,
+            ..RegistryOptions::default()
         }
     }
 }

@@ -10,7 +10,8 @@ use clap::Args;
 
 use super::{OutputArgs, PluginArgs, ScopeArgs, usage_error, warn_unmatched};
 use crate::mcp::{
-    self, AskFallback, HttpOptions, HttpServer, Lifecycle, LogRouter, ServeOptions, ServerState,
+    self, AskFallback, ConnectionLimits, HttpOptions, HttpServer, Lifecycle, LogRouter,
+    ServeOptions, ServerState,
 };
 use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
 
@@ -49,6 +50,14 @@ pub(super) struct ServeArgs {
     /// refused (HTTP 503) until one ends.
     #[arg(long, value_name = "N", requires = "http", default_value_t = mcp::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// How many connections each listener (--http, --metrics) keeps open at once;
+    /// another is answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// How many connections one peer address may keep open at once on each listener;
+    /// another is answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_MAX_CONNECTIONS_PER_PEER, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_peer: u32,
     /// Reload a plugin when its file is added, changed or removed, and tell clients
     /// (notifications/tools/list_changed).
     #[arg(long)]
@@ -106,10 +115,15 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCo
     }
     // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
-    let builder = match args.plugins.builder(&[]) {
+    let mut builder = match args.plugins.builder(&[]) {
         Ok(builder) => args.output.apply(builder).log_listener(logs.clone()),
         Err(message) => return usage_error(&message),
     };
+    // Whoever could read it could call every tool; whoever could replace it, lock
+    // every client out.
+    if let Some(file) = &args.token_file {
+        builder = builder.host_file("the bearer token file", file);
+    }
     let scope = match args.scope.scope() {
         Ok(scope) => scope,
         Err(message) => return usage_error(&message),
@@ -119,9 +133,13 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCo
         floor_tool: args.bench_floor_tool,
         ask_fallback: args.ask_fallback,
     };
+    let connections = ConnectionLimits {
+        max: args.max_connections,
+        per_peer: args.max_connections_per_peer,
+    };
     let result = tokio_rt.block_on(async {
         let metrics = match args.metrics {
-            Some(addr) => Some(Metrics::bind(addr).await?),
+            Some(addr) => Some(Metrics::bind(addr, connections).await?),
             None => None,
         };
         let serving = Serving {
@@ -137,6 +155,7 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCo
                     any_host: args.allow_remote,
                     max_sessions: args.max_sessions,
                     token,
+                    connections,
                 };
                 serve_http(builder, serving, addr, http, grace).await
             }
@@ -294,19 +313,28 @@ impl Serving {
 struct Metrics {
     listener: tokio::net::TcpListener,
     bound: SocketAddr,
+    connections: ConnectionLimits,
 }
 
 impl Metrics {
-    async fn bind(addr: SocketAddr) -> Result<Metrics, String> {
+    async fn bind(addr: SocketAddr, connections: ConnectionLimits) -> Result<Metrics, String> {
         let cannot = |error: std::io::Error| format!("--metrics: cannot listen on {addr}: {error}");
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(cannot)?;
         let bound = listener.local_addr().map_err(cannot)?;
-        Ok(Metrics { listener, bound })
+        Ok(Metrics {
+            listener,
+            bound,
+            connections,
+        })
     }
 
     /// Serves the metrics of `tools` until the server exits.
     fn serve(self, tools: &Arc<RwLock<Runtime>>) {
-        tokio::spawn(mcp::serve_metrics(self.listener, tools.clone()));
+        tokio::spawn(mcp::serve_metrics(
+            self.listener,
+            tools.clone(),
+            self.connections,
+        ));
         eprintln!(
             "toolcell: serving metrics at http://{}{}",
             self.bound,

@@ -266,6 +266,18 @@ fn the_result_store_is_the_configured_directory_else_the_caches() {
 }
 
 #[test]
+fn a_relative_results_dir_is_taken_from_the_config_files_directory() {
+    // Issue 33: it was taken from the current directory, so `toolcell result --config`
+    // run elsewhere than `serve` did not find the results.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("toolcell.toml");
+    std::fs::write(&path, "[output]\nresults_dir = \"kept/results\"\n").expect("write");
+    let config = Config::load(&path).expect("loads");
+    let store = config.result_store(None).expect("a store");
+    assert_eq!(store.dir(), dir.path().join("kept/results"));
+}
+
+#[test]
 fn tool_tables_reach_plugins_as_json_of_the_same_values() {
     let config = parse(
         r#"[tools.weather]

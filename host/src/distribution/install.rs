@@ -142,10 +142,9 @@ impl Installer {
     pub async fn install(&self, reference: &ArtifactRef) -> Result<Installed, DistributionError> {
         let mut lock = LockFile::read(&self.lock)?;
         let verified = pull_verified(reference, &self.options, &self.trust).await?;
-        let path = self.plugin_dir.join(verified.file_name());
-        let file = lock.file_name_for(&path)?;
-        write(&verified, &path)?;
-        lock.set(Entry {
+        let file = verified.file_name();
+        let path = self.plugin_dir.join(&file);
+        let entry = Entry {
             record: Record {
                 id: verified.manifest.id.clone(),
                 reference: reference.clone(),
@@ -154,7 +153,9 @@ impl Installer {
                 file,
             },
             sha256: sha256_hex(&verified.pulled.bytes),
-        });
+        };
+        lock.set(entry, &self.plugin_dir)?;
+        write(&verified, &path)?;
         lock.save()?;
         Ok(installed(verified, path))
     }
@@ -164,7 +165,7 @@ impl Installer {
     /// Nothing is written unless every one passes.
     pub async fn reinstall(&self) -> Result<Vec<Installed>, DistributionError> {
         let lock = LockFile::read(&self.lock)?;
-        let entries = lock.entries()?;
+        let entries = lock.entries(&self.plugin_dir)?;
         if entries.is_empty() {
             return Err(DistributionError::Lock(format!(
                 "{} records no installed plugin (`#@` lines); install one with `toolcell install REF`",
@@ -208,7 +209,9 @@ impl Installer {
                     ),
                 });
             }
-            verified.push((plugin, lock.resolve(&record.file)));
+            // A record's file is a plain name (checked as the lock was read): this
+            // writes inside the plugin directory and nowhere else.
+            verified.push((plugin, self.plugin_dir.join(&record.file)));
         }
         let mut done = Vec::new();
         for (plugin, path) in verified {

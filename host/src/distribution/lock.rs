@@ -12,11 +12,14 @@
 //!
 //! `id` is the plugin's id, `ref` the reference it was installed from, `digest` the
 //! manifest's digest (what a re-install pulls), `signer` the trusted key that signed it
-//! (`none` if no trusted key did), and `file` (last, the rest of the line) the path as
-//! in the `sha256sum` line. Every other line, hand-written pins and comments included,
-//! is kept as it is when the file is rewritten.
+//! (`none` if no trusted key did), and `file` (last, the rest of the line) the file's
+//! name in the plugin directory (`--plugins`): a plain name, never a path, so that a
+//! committed lock file cannot make `install` write anywhere else. Its `sha256sum` line
+//! gives the same file's path relative to the lock file, as `--lock` and `sha256sum -c`
+//! read it. Every other line, hand-written pins and comments included, is kept as it
+//! is when the file is rewritten.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::DistributionError;
 use super::reference::{ArtifactRef, is_sha256};
@@ -46,8 +49,7 @@ pub struct Record {
     pub digest: String,
     /// The trusted key that signed it, if one did.
     pub signer: Option<PublicKey>,
-    /// The file, as the lock writes paths: relative to the lock file's directory when
-    /// it is under it.
+    /// The file's name in the plugin directory: no directory, no `..`.
     pub file: String,
 }
 
@@ -116,9 +118,9 @@ impl LockFile {
         &self.path
     }
 
-    /// Every record with its file's SHA-256; a record without a `sha256sum` line for
-    /// its file is an error.
-    pub fn entries(&self) -> Result<Vec<Entry>, DistributionError> {
+    /// Every record with its file's SHA-256, its file in `plugin_dir`; a record without
+    /// a `sha256sum` line for that file is an error.
+    pub fn entries(&self, plugin_dir: &Path) -> Result<Vec<Entry>, DistributionError> {
         self.lines
             .iter()
             .filter_map(|line| match line {
@@ -126,8 +128,12 @@ impl LockFile {
                 _ => None,
             })
             .map(|record| {
+                let file = plugin_dir.join(&record.file);
                 let sha256 = self.lines.iter().find_map(|line| match line {
-                    Line::Pin { sha256, file } if same_file(file, &record.file) => Some(sha256),
+                    Line::Pin {
+                        sha256,
+                        file: pinned,
+                    } if self.same_file(pinned, &file) => Some(sha256),
                     _ => None,
                 });
                 match sha256 {
@@ -139,22 +145,34 @@ impl LockFile {
                         "{}: the record of {} has no `SHA256  {}` line",
                         self.path.display(),
                         record.file,
-                        record.file
+                        self.pin_path(&file)
+                            .unwrap_or_else(|_| file.display().to_string())
                     ))),
                 }
             })
             .collect()
     }
 
-    /// The path a record's file has on disk.
-    pub fn resolve(&self, file: &str) -> PathBuf {
+    /// Whether the `sha256sum` line's path `pinned` (relative to the lock file's
+    /// directory) names `file`.
+    fn same_file(&self, pinned: &str, file: &Path) -> bool {
         let dir = self.path.parent().unwrap_or(Path::new(""));
-        dir.join(file)
+        let normal = |path: &Path| -> Option<Vec<std::ffi::OsString>> {
+            Some(
+                std::path::absolute(path)
+                    .ok()?
+                    .components()
+                    .filter(|part| *part != Component::CurDir)
+                    .map(|part| part.as_os_str().to_os_string())
+                    .collect(),
+            )
+        };
+        normal(&dir.join(pinned)).is_some_and(|pinned| Some(pinned) == normal(file))
     }
 
-    /// How the lock writes the path of `file`: relative to its own directory when the
-    /// file is under it, else absolute.
-    pub fn file_name_for(&self, file: &Path) -> Result<String, DistributionError> {
+    /// How the `sha256sum` line writes the path of `file`: relative to the lock file's
+    /// directory when the file is under it, else absolute.
+    pub fn pin_path(&self, file: &Path) -> Result<String, DistributionError> {
         let absolute = |path: &Path| {
             std::path::absolute(path).map_err(|error| {
                 DistributionError::Lock(format!("cannot resolve {}: {error}", path.display()))
@@ -168,14 +186,20 @@ impl LockFile {
         })
     }
 
-    /// Replaces the record and `sha256sum` line of `entry.record.file` (or adds them).
-    pub fn set(&mut self, entry: Entry) {
-        let file = entry.record.file.clone();
-        self.lines.retain(|line| match line {
-            Line::Record(record) => !same_file(&record.file, &file),
-            Line::Pin { file: pinned, .. } => !same_file(pinned, &file),
-            Line::Other(_) => true,
-        });
+    /// Replaces the record of `entry.record.file`, and the `sha256sum` line of the same
+    /// file, `plugin_dir`'s (or adds them).
+    pub fn set(&mut self, entry: Entry, plugin_dir: &Path) -> Result<(), DistributionError> {
+        let file = plugin_dir.join(&entry.record.file);
+        let pin = self.pin_path(&file)?;
+        let lines = std::mem::take(&mut self.lines);
+        self.lines = lines
+            .into_iter()
+            .filter(|line| match line {
+                Line::Record(record) => record.file != entry.record.file,
+                Line::Pin { file: pinned, .. } => !self.same_file(pinned, &file),
+                Line::Other(_) => true,
+            })
+            .collect();
         if self.lines.is_empty() {
             self.lines
                 .extend(HEADER.lines().map(|line| Line::Other(line.to_string())));
@@ -183,8 +207,9 @@ impl LockFile {
         self.lines.push(Line::Record(Box::new(entry.record)));
         self.lines.push(Line::Pin {
             sha256: entry.sha256,
-            file,
+            file: pin,
         });
+        Ok(())
     }
 
     /// Writes the lock file (whole or not at all).
@@ -251,6 +276,7 @@ fn parse_record(text: &str) -> Result<Record, String> {
     if file.is_empty() {
         return Err("the `#@` record names no file".to_string());
     }
+    check_file_name(file)?;
     Ok(Record {
         id: id.ok_or_else(|| missing("id"))?,
         reference,
@@ -260,16 +286,21 @@ fn parse_record(text: &str) -> Result<Record, String> {
     })
 }
 
-/// Whether two paths as a lock writes them name the same file (`./a.wasm`, `a.wasm`).
-fn same_file(a: &str, b: &str) -> bool {
-    let normal = |path: &str| -> Vec<String> {
-        Path::new(path)
-            .components()
-            .filter(|part| *part != std::path::Component::CurDir)
-            .map(|part| part.as_os_str().to_string_lossy().into_owned())
-            .collect()
-    };
-    normal(a) == normal(b)
+/// Checks that a record's `file=` is a plain file name: one component that is neither
+/// `.` nor `..`, so that it stays inside the plugin directory.
+fn check_file_name(file: &str) -> Result<(), String> {
+    let mut components = Path::new(file).components();
+    let plain = matches!(
+        (components.next(), components.next()),
+        (Some(Component::Normal(name)), None) if name == file
+    );
+    if plain && !file.contains('\\') {
+        return Ok(());
+    }
+    Err(format!(
+        "file={file} is not a plain file name: a record names a file in the plugin directory \
+         (--plugins), without a directory, `..` or an absolute path"
+    ))
 }
 
 #[cfg(test)]
@@ -299,24 +330,38 @@ mod tests {
     fn records_round_trip_and_other_lines_are_kept() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("toolcell.lock");
+        let plugins = dir.path().join("plugins");
         std::fs::write(&path, format!("# our pins\n{OTHER}  hand.lua\n")).expect("write");
         let key = SecretKey::generate().public();
         let mut lock = LockFile::read(&path).expect("reads");
-        lock.set(entry("plugins/hello.wasm", SHA, Some(key)));
+        lock.set(entry("hello.wasm", SHA, Some(key)), &plugins)
+            .expect("sets");
         lock.save().expect("saves");
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(
             text.starts_with(&format!("# our pins\n{OTHER}  hand.lua\n#@ id=hello ")),
             "{text}"
         );
+        // The record names the file in the plugin directory, the pin its path from
+        // the lock file, as `sha256sum -c` reads it.
+        assert!(text.contains(" file=hello.wasm\n"), "{text}");
+        assert!(
+            text.contains(&format!("\n{SHA}  plugins/hello.wasm\n")),
+            "{text}"
+        );
         let again = LockFile::read(&path).expect("reads again");
         assert_eq!(
-            again.entries().expect("entries"),
-            vec![entry("plugins/hello.wasm", SHA, Some(key))]
+            again.entries(&plugins).expect("entries"),
+            vec![entry("hello.wasm", SHA, Some(key))]
         );
         // Installing the same file again replaces its lines.
         let mut again = again;
-        again.set(entry("./plugins/hello.wasm", OTHER, None));
+        again
+            .set(
+                entry("hello.wasm", OTHER, None),
+                &dir.path().join("./plugins"),
+            )
+            .expect("sets");
         again.save().expect("saves");
         let text = std::fs::read_to_string(&path).expect("read");
         assert_eq!(text.matches("#@").count(), 1, "{text}");
@@ -330,7 +375,8 @@ mod tests {
         let path = dir.path().join("toolcell.lock");
         std::fs::write(dir.path().join("hello.wasm"), "x").expect("write");
         let mut lock = LockFile::read(&path).expect("an absent lock is empty");
-        lock.set(entry("hello.wasm", SHA, None));
+        lock.set(entry("hello.wasm", SHA, None), dir.path())
+            .expect("sets");
         lock.save().expect("saves");
         let mut pins = Pins::default();
         pins.load_lock(&path).expect("--lock reads it");
@@ -359,9 +405,37 @@ mod tests {
         .expect("write");
         let error = LockFile::read(&path)
             .expect("reads")
-            .entries()
+            .entries(dir.path())
             .expect_err("no pin")
             .to_string();
         assert!(error.contains("has no `SHA256  x.wasm` line"), "{error}");
+    }
+
+    #[test]
+    fn a_record_names_a_plain_file_name_or_is_refused_with_its_line() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("team.lock");
+        for file in [
+            "../home/.bashrc",
+            "/etc/passwd",
+            "plugins/x.wasm",
+            "./x.wasm",
+            "..",
+            ".",
+            "x.wasm/",
+            "a\\b.wasm",
+        ] {
+            std::fs::write(
+                &path,
+                format!("# team\n#@ id=x ref=a/b:1 digest={DIGEST} signer=none file={file}\n"),
+            )
+            .expect("write");
+            let error = LockFile::read(&path).err().expect("refused").to_string();
+            assert!(
+                error.contains("team.lock:2: ")
+                    && error.contains(&format!("file={file} is not a plain file name")),
+                "{file}: {error}"
+            );
+        }
     }
 }

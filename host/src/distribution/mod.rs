@@ -7,12 +7,15 @@
 //!   file, never logged;
 //! - `layout`: the CNCF Wasm OCI artifact layout (config
 //!   `application/vnd.wasm.config.v0+json`, one `application/wasm` layer);
-//! - `registry`: one push or pull through `oci-client`, with the size of a pull bounded;
+//! - `registry`: one push (through `oci-client`) or pull;
+//! - `fetch`: a pull's requests, every response bounded by size and time, a layer held
+//!   to its declared size and digest;
 //! - `install`: the checks a pulled file passes before it is written, `pull` into a
 //!   directory, `install` with its lock record, and the re-install of a lock file;
 //! - `lock`: the install records in the lock file that `--lock` reads.
 
 mod credentials;
+mod fetch;
 mod install;
 mod layout;
 mod lock;
@@ -20,6 +23,9 @@ mod reference;
 mod registry;
 
 pub use credentials::{PASSWORD_VAR, USERNAME_VAR};
+pub use fetch::{
+    MAX_MANIFEST_BYTES, MAX_SMALL_BODY_BYTES, RESPONSE_TIMEOUT, TRANSFER_TIMEOUT, Timeouts,
+};
 pub use install::{Installed, Installer, Verified, pull_into, pull_verified};
 pub use layout::{
     CONFIG_MEDIA_TYPE, ComponentInfo, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, WasmConfig,

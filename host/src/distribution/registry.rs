@@ -1,14 +1,16 @@
-//! Pushing and pulling one plugin artifact, through `oci-client` (the ORAS project's
-//! OCI distribution client).
+//! Pushing and pulling one plugin artifact: a push through `oci-client` (the ORAS
+//! project's OCI distribution client), to the registry the user chose; a pull through
+//! `fetch`, which bounds every response of a registry that may be anyone's.
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, RegistryOperation};
 use reqwest::header::HeaderValue;
 
+use super::fetch::{Fetcher, Timeouts, describe};
 use super::layout::{self, MANIFEST_MEDIA_TYPE};
 use super::reference::ArtifactRef;
 use super::{DistributionError, credentials};
@@ -26,6 +28,9 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a registry may stay silent while a request runs.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What toolcell calls itself to registries.
+const USER_AGENT: &str = concat!("toolcell/", env!("CARGO_PKG_VERSION"));
+
 /// How toolcell talks to registries.
 #[derive(Debug, Clone)]
 pub struct RegistryOptions {
@@ -34,6 +39,8 @@ pub struct RegistryOptions {
     pub plain_http: bool,
     /// The largest artifact pulled.
     pub max_artifact_bytes: u64,
+    /// How long a pull's responses may take to arrive whole.
+    pub timeouts: Timeouts,
 }
 
 impl Default for RegistryOptions {
@@ -41,6 +48,7 @@ impl Default for RegistryOptions {
         RegistryOptions {
             plain_http: false,
             max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -94,7 +102,7 @@ impl Session {
             read_timeout: Some(READ_TIMEOUT),
             // A plugin artifact is one manifest, never an index to choose from.
             platform_resolver: None,
-            user_agent: concat!("toolcell/", env!("CARGO_PKG_VERSION")),
+            user_agent: USER_AGENT,
             ..ClientConfig::default()
         };
         let client = Client::try_from(config).map_err(|error| DistributionError::Registry {
@@ -102,14 +110,7 @@ impl Session {
             why: describe(&error),
         })?;
         let (auth, source) = credentials::for_registry(reference.registry())?;
-        tracing::info!(
-            "registry {}: {}",
-            reference.registry(),
-            match auth {
-                RegistryAuth::Anonymous => "anonymous".to_string(),
-                _ => format!("credentials from {source}"),
-            }
-        );
+        log_credentials(reference, &auth, &source);
         let session = Session {
             client,
             reference: reference.clone(),
@@ -128,6 +129,18 @@ impl Session {
             why: describe(error),
         }
     }
+}
+
+/// Says (at `info`) which credentials go to `reference`'s registry.
+fn log_credentials(reference: &ArtifactRef, auth: &RegistryAuth, source: &str) {
+    tracing::info!(
+        "registry {}: {}",
+        reference.registry(),
+        match auth {
+            RegistryAuth::Anonymous => "anonymous".to_string(),
+            _ => format!("credentials from {source}"),
+        }
+    );
 }
 
 /// Pushes the plugin file `bytes` to `reference` in the Wasm artifact layout.
@@ -193,79 +206,76 @@ pub async fn push(
 
 /// Pulls the plugin file at `reference`: the manifest (checked against the
 /// reference's digest when it has one), then its one component layer, at most
-/// `options.max_artifact_bytes` of it, checked against the layer's digest.
+/// `options.max_artifact_bytes` of it, held to its declared size and its digest.
+/// Every response is bounded in size and time (`fetch`).
 pub async fn pull(
     reference: &ArtifactRef,
     options: &RegistryOptions,
 ) -> Result<Pulled, DistributionError> {
-    let session = Session::open(reference, options, RegistryOperation::Pull).await?;
+    let failed = |why: String| DistributionError::Registry {
+        reference: reference.to_string(),
+        why,
+    };
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .user_agent(USER_AGENT)
+        .build()
+        .map_err(|error| failed(describe(&error)))?;
+    let (auth, source) = credentials::for_registry(reference.registry())?;
+    log_credentials(reference, &auth, &source);
     let target = reference.oci_client_reference();
-    let (manifest, digest) = session
-        .client
-        .pull_image_manifest(target, &RegistryAuth::Anonymous)
-        .await
-        .map_err(|error| session.error(&error))?;
-    let not_a_plugin = |error: DistributionError| DistributionError::Registry {
-        reference: reference.to_string(),
-        why: error.to_string(),
+    let mut fetcher = Fetcher::new(
+        client,
+        target,
+        options.plain_http || reference.is_loopback(),
+        auth,
+        options.timeouts,
+    );
+    let tag_or_digest = match (target.digest(), target.tag()) {
+        (Some(digest), _) => digest,
+        (None, Some(tag)) => tag,
+        (None, None) => "latest",
     };
-    let layer = layout::component_layer(&manifest).map_err(not_a_plugin)?;
+    let bytes = fetcher
+        .manifest(tag_or_digest, MANIFEST_MEDIA_TYPE)
+        .await
+        .map_err(failed)?;
+    let digest = format!("sha256:{}", sha256_hex(&bytes));
+    if let Some(wanted) = reference.digest()
+        && wanted != digest
+    {
+        return Err(failed(format!(
+            "the manifest's digest is {digest}, not the {wanted} asked for"
+        )));
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&bytes).map_err(|error| {
+        failed(format!(
+            "its manifest is not an OCI image manifest: {error}"
+        ))
+    })?;
+    let layer = layout::component_layer(&manifest).map_err(|error| failed(error.to_string()))?;
     let limit = options.max_artifact_bytes;
-    let too_large = |size: u64| DistributionError::TooLarge {
-        reference: reference.to_string(),
-        size,
-        limit,
-    };
-    let announced = u64::try_from(layer.size).unwrap_or(u64::MAX);
-    if announced > limit {
-        return Err(too_large(announced));
-    }
-    let mut stream = session
-        .client
-        .pull_blob_stream(target, &layer)
-        .await
-        .map_err(|error| session.error(&error))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(announced).unwrap_or(0));
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|error| DistributionError::Registry {
+    let size = u64::try_from(layer.size).map_err(|_| {
+        failed(format!(
+            "its manifest declares a component of {} bytes",
+            layer.size
+        ))
+    })?;
+    if size > limit {
+        return Err(DistributionError::TooLarge {
             reference: reference.to_string(),
-            why: format!("downloading the component failed: {}", describe(&error)),
-        })?;
-        if (bytes.len() + chunk.len()) as u64 > limit {
-            return Err(too_large((bytes.len() + chunk.len()) as u64));
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    // The client checks too; this check does not depend on how it does.
-    let actual = format!("sha256:{}", sha256_hex(&bytes));
-    if actual != layer.digest {
-        return Err(DistributionError::Registry {
-            reference: reference.to_string(),
-            why: format!(
-                "the component's digest is {actual}, but the manifest says {}",
-                layer.digest
-            ),
+            size,
+            limit,
         });
     }
+    let bytes = fetcher
+        .blob(&layer.digest, size)
+        .await
+        .map_err(|why| failed(format!("downloading the component failed: {why}")))?;
     Ok(Pulled {
         reference: reference.pinned(&digest),
         digest,
         bytes,
     })
-}
-
-/// An error and its causes, on one line ("error sending request ...: connection
-/// refused").
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let line = cause.to_string();
-        if !text.contains(&line) {
-            text.push_str(": ");
-            text.push_str(&line);
-        }
-        source = cause.source();
-    }
-    text
 }

@@ -196,14 +196,10 @@ fn trusted_paths_inside_the_root_are_refused_by_every_name() {
         ("the plugin directory", "plugins"),
         ("the config file", "toolcell.toml"),
     ]);
-    let plugins = format!(
-        "the plugin directory {}",
-        root_dir.join("plugins").display()
-    );
-    let config = format!(
-        "the config file {}",
-        root_dir.join("toolcell.toml").display()
-    );
+    // Named where they lie in the root: the host's absolute layout is not the
+    // plugin's to know.
+    let plugins = "the plugin directory (plugins)";
+    let config = "the config file (toolcell.toml)";
     let protected = |action, path: &str, relation, trusted: &str| FileError::Protected {
         action,
         path: path.to_string(),
@@ -219,12 +215,12 @@ fn trusted_paths_inside_the_root_are_refused_by_every_name() {
     ] {
         assert_eq!(
             root.read(path, MAX),
-            Err(protected(Action::Read, path, "it lies inside", &plugins)),
+            Err(protected(Action::Read, path, "it lies inside", plugins)),
             "{path}"
         );
         assert_eq!(
             root.write(path, b"planted"),
-            Err(protected(Action::Write, path, "it lies inside", &plugins)),
+            Err(protected(Action::Write, path, "it lies inside", plugins)),
             "{path}"
         );
     }
@@ -235,7 +231,7 @@ fn trusted_paths_inside_the_root_are_refused_by_every_name() {
             Action::Write,
             "plugins/new.lua",
             "it lies inside",
-            &plugins
+            plugins
         ))
     );
     let absolute = root_dir.join("toolcell.toml");
@@ -243,12 +239,12 @@ fn trusted_paths_inside_the_root_are_refused_by_every_name() {
     for path in ["toolcell.toml", absolute] {
         assert_eq!(
             root.read(path, MAX),
-            Err(protected(Action::Read, path, "it is", &config)),
+            Err(protected(Action::Read, path, "it is", config)),
             "{path}"
         );
         assert_eq!(
             root.write(path, b"[files]\naccess = \"read-write\""),
-            Err(protected(Action::Write, path, "it is", &config)),
+            Err(protected(Action::Write, path, "it is", config)),
             "{path}"
         );
     }

@@ -15,7 +15,10 @@
 //! - at most [`HttpOptions::max_sessions`] sessions live at once: another `initialize`
 //!   is a 503 until one ends (DELETE, or [`SESSION_IDLE`] without a request);
 //! - with a bearer token, a request to `/mcp` without it is a 401 (the token is
-//!   compared in constant time; the probes need none).
+//!   compared in constant time; the probes need none);
+//! - a POSTed message's body that has not arrived within [`REQUEST_BODY_TIMEOUT`] is
+//!   a 408; what idle, slow or numerous connections may hold is bounded below all of
+//!   this (`connections`).
 //!
 //! The address is loopback unless the user said otherwise (`--allow-remote`, which
 //! needs a token). On loopback the SDK also checks the `Host` header (against DNS
@@ -45,6 +48,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::ServerState;
+use super::connections::{ConnectionLimits, Listener};
 use super::direct::{DirectCall, Enrolment, Sessions};
 use super::jsonrpc::{self, MAX_MESSAGE_BYTES, Rejection};
 use super::lifecycle::{Lifecycle, RequestGuard};
@@ -70,6 +74,9 @@ pub const DEFAULT_MAX_SESSIONS: u32 = 256;
 /// [`joined`]).
 const JOIN_WAIT: Duration = Duration::from_millis(5);
 
+/// How long a POSTed message's body may take to arrive once its head has.
+pub const REQUEST_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How long open connections get to finish once the sessions are closed.
 const FLUSH_GRACE: Duration = Duration::from_secs(2);
 
@@ -89,6 +96,8 @@ pub struct HttpOptions {
     pub max_sessions: u32,
     /// The bearer token every request to the MCP endpoint must carry, if any.
     pub token: Option<Arc<str>>,
+    /// The caps on open connections.
+    pub connections: ConnectionLimits,
 }
 
 /// The MCP endpoint, once the plugins are loaded: the SDK's service and its sessions,
@@ -206,34 +215,24 @@ impl HttpServer {
 
     async fn serve(self, listener: TcpListener) {
         let connections = GracefulShutdown::new();
+        let mut listener = Listener::new(listener, "MCP", self.options.connections);
         loop {
-            let stream = tokio::select! {
+            let (stream, connection) = tokio::select! {
                 () = self.stop_accepting.cancelled() => break,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(error) => {
-                        tracing::warn!("accepting an MCP connection failed: {error}");
-                        continue;
-                    }
-                },
+                accepted = listener.accept() => accepted,
             };
             if let Err(error) = stream.set_nodelay(true) {
                 tracing::debug!("cannot set TCP_NODELAY on an MCP connection: {error}");
             }
             let server = self.clone();
-            let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let service = connection.service(move |request: Request<Incoming>| {
                 let server = server.clone();
-                async move { Ok::<_, Infallible>(server.route(request).await) }
+                async move { server.route(request).await }
             });
-            let connection = auto::Builder::new(TokioExecutor::new())
-                .serve_connection_with_upgrades(TokioIo::new(stream), handler)
+            let serving = auto::Builder::new(TokioExecutor::new())
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
                 .into_owned();
-            let connection = connections.watch(connection);
-            tokio::spawn(async move {
-                if let Err(error) = connection.await {
-                    tracing::debug!("an MCP connection ended with an error: {error}");
-                }
-            });
+            tokio::spawn(connection.serve(connections.watch(serving)));
         }
         drop(listener);
         let finished = connections.shutdown();
@@ -325,7 +324,20 @@ impl HttpServer {
         request: Request<Incoming>,
     ) -> Result<Admitted, Response<Body>> {
         let (mut parts, body) = request.into_parts();
-        let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+        let read = tokio::time::timeout(
+            REQUEST_BODY_TIMEOUT,
+            Limited::new(body, MAX_MESSAGE_BYTES).collect(),
+        );
+        let Ok(read) = read.await else {
+            return Err(text(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive whole within {} s\n",
+                    REQUEST_BODY_TIMEOUT.as_secs()
+                ),
+            ));
+        };
+        let bytes = match read {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.is::<LengthLimitError>() => {
                 return Err(refusal(
@@ -389,17 +401,18 @@ impl HttpServer {
     }
 }
 
-/// Whether `request` carries the bearer `token` (compared in constant time).
+/// Whether `request` carries the bearer `token` (compared in constant time). The
+/// scheme is matched without case (RFC 9110, section 11.1): `bearer TOKEN` is as good.
 fn authorized<B>(request: &Request<B>, token: &str) -> bool {
-    let Some(given) = request
+    let Some((scheme, given)) = request
         .headers()
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|value| value.split_once(' '))
     else {
         return false;
     };
-    given.as_bytes().ct_eq(token.as_bytes()).into()
+    scheme.eq_ignore_ascii_case("Bearer") && bool::from(given.as_bytes().ct_eq(token.as_bytes()))
 }
 
 /// Whether the request says it is of protocol 2026-07-28 or later (its

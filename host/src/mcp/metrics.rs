@@ -9,10 +9,15 @@
 //! | `toolcell_fuel_used_total` | counter | `tool`, `plugin` |
 //! | `toolcell_plugin_peak_memory_bytes` | gauge | `plugin` |
 //!
+//! A plugin's first [`MAX_TOOL_SERIES`] tools (in the order they were registered) have
+//! series of their own; its other tools are counted together under the `tool` label
+//! [`OTHER_TOOLS`], so that a plugin of a thousand tools cannot make a scrape of
+//! megabytes and tens of thousands of series.
+//!
 //! [`OUTCOMES`]: crate::stats::OUTCOMES
 //! [`LATENCY_BUCKETS`]: crate::stats::LATENCY_BUCKETS
 
-use std::convert::Infallible;
+use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use http_body_util::Full;
@@ -30,38 +35,42 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use super::connections::{ConnectionLimits, Listener};
 use crate::Runtime;
-use crate::stats::Stats;
+use crate::stats::{Stats, ToolStats};
 
 /// Where the metrics are served.
 pub const METRICS_ENDPOINT: &str = "/metrics";
 
-/// Serves the metrics of `runtime` on `listener` for as long as the task runs.
-pub async fn serve_metrics(listener: TcpListener, runtime: Arc<RwLock<Runtime>>) {
+/// How many of one plugin's tools have series of their own.
+pub const MAX_TOOL_SERIES: usize = 100;
+
+/// The `tool` label under which a plugin's tools beyond [`MAX_TOOL_SERIES`] are counted
+/// together (no tool name contains `*`).
+pub const OTHER_TOOLS: &str = "*other*";
+
+/// Serves the metrics of `runtime` on `listener` for as long as the task runs, its
+/// connections within `limits`.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    runtime: Arc<RwLock<Runtime>>,
+    limits: ConnectionLimits,
+) {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(RuntimeStats(runtime)));
     let registry = Arc::new(registry);
+    let mut listener = Listener::new(listener, "metrics", limits);
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                tracing::warn!("accepting a metrics connection failed: {error}");
-                continue;
-            }
-        };
+        let (stream, connection) = listener.accept().await;
         let registry = registry.clone();
-        let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let service = connection.service(move |request: Request<Incoming>| {
             let response = respond(&request, &registry);
-            async move { Ok::<_, Infallible>(response) }
+            async move { response }
         });
-        tokio::spawn(async move {
-            let connection = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), handler)
-                .await;
-            if let Err(error) = connection {
-                tracing::debug!("a metrics connection ended with an error: {error}");
-            }
-        });
+        let serving = auto::Builder::new(TokioExecutor::new())
+            .serve_connection(TokioIo::new(stream), service)
+            .into_owned();
+        tokio::spawn(connection.serve(serving));
     }
 }
 
@@ -108,13 +117,54 @@ impl std::fmt::Debug for RuntimeStats {
 
 impl Collector for RuntimeStats {
     fn encode(&self, encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let stats = self
+        let mut stats = self
             .0
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .stats();
+        stats.tools = bounded(std::mem::take(&mut stats.tools));
         encode(&stats, encoder)
     }
+}
+
+/// `tools` with each plugin's tools beyond its first [`MAX_TOOL_SERIES`] added up into
+/// one entry named [`OTHER_TOOLS`], placed where the first of them was.
+fn bounded(tools: Vec<ToolStats>) -> Vec<ToolStats> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut other: HashMap<String, usize> = HashMap::new();
+    let mut kept: Vec<ToolStats> = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let count = seen.entry(tool.plugin.clone()).or_default();
+        *count += 1;
+        if *count <= MAX_TOOL_SERIES {
+            kept.push(tool);
+            continue;
+        }
+        match other.get(&tool.plugin) {
+            Some(&index) => add(&mut kept[index], &tool),
+            None => {
+                other.insert(tool.plugin.clone(), kept.len());
+                kept.push(ToolStats {
+                    tool: OTHER_TOOLS.to_string(),
+                    ..tool
+                });
+            }
+        }
+    }
+    kept
+}
+
+/// Adds `tool`'s counts to `into`'s (the same outcomes and buckets, in the same order).
+fn add(into: &mut ToolStats, tool: &ToolStats) {
+    for ((_, total), (_, count)) in into.calls.iter_mut().zip(&tool.calls) {
+        *total += count;
+    }
+    for ((_, total), (_, count)) in into.latency.buckets.iter_mut().zip(&tool.latency.buckets) {
+        *total += count;
+    }
+    into.latency.count += tool.latency.count;
+    into.latency.sum += tool.latency.sum;
+    into.fuel_used += tool.fuel_used;
 }
 
 /// Writes `stats` as the metrics of the table above.
@@ -192,4 +242,56 @@ fn encode(stats: &Stats, mut encoder: DescriptorEncoder) -> Result<(), std::fmt:
         ConstGauge::new(bytes).encode(memory.encode_family(&labels)?)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::stats::Histogram;
+
+    fn tool(plugin: &str, n: usize) -> ToolStats {
+        ToolStats {
+            tool: format!("t{n}"),
+            plugin: plugin.to_string(),
+            calls: vec![("completed", 2), ("failed", 1)],
+            latency: Histogram {
+                buckets: vec![(0.1, 1), (f64::INFINITY, 3)],
+                count: 3,
+                sum: Duration::from_millis(300),
+            },
+            fuel_used: 10,
+        }
+    }
+
+    #[test]
+    fn a_plugins_tools_beyond_the_bound_are_counted_together() {
+        // Issue 33: a plugin of 1000 tools made 30000 series and a 4 MB scrape.
+        let tools: Vec<ToolStats> = (0..1000)
+            .map(|n| tool("many", n))
+            .chain((0..3).map(|n| tool("few", n)))
+            .collect();
+        let bounded = bounded(tools);
+        assert_eq!(bounded.len(), MAX_TOOL_SERIES + 1 + 3);
+        let other = &bounded[MAX_TOOL_SERIES];
+        assert_eq!(
+            (other.tool.as_str(), other.plugin.as_str()),
+            (OTHER_TOOLS, "many")
+        );
+        let rest = (1000 - MAX_TOOL_SERIES) as u64;
+        assert_eq!(other.calls, vec![("completed", 2 * rest), ("failed", rest)]);
+        assert_eq!(
+            other.latency.buckets,
+            vec![(0.1, rest), (f64::INFINITY, 3 * rest)]
+        );
+        assert_eq!(other.latency.count, 3 * rest);
+        assert_eq!(other.latency.sum, Duration::from_millis(300) * rest as u32);
+        assert_eq!(other.fuel_used, 10 * rest);
+        assert_eq!(
+            bounded[MAX_TOOL_SERIES - 1].tool,
+            format!("t{}", MAX_TOOL_SERIES - 1)
+        );
+        assert!(bounded.iter().filter(|tool| tool.plugin == "few").count() == 3);
+    }
 }

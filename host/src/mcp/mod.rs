@@ -13,6 +13,8 @@
 //! - `lifecycle`: readiness (loading, reloading, draining) and the calls in flight that
 //!   a drain on SIGTERM waits for;
 //! - `metrics`: `--metrics`, the runtime's statistics for Prometheus;
+//! - `connections`: what both HTTP listeners admit: caps on open connections, idle
+//!   and slow clients closed, accept failures backed off;
 //! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
 //!   else `--ask-fallback`), and the questions plugins ask;
 //! - `questions`: who answers the questions plugins ask (elicitation);
@@ -24,6 +26,7 @@
 //! server's shutdown signal.
 
 mod approval;
+mod connections;
 mod content;
 mod direct;
 mod http;
@@ -42,6 +45,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::AskFallback;
+pub use connections::{
+    ConnectionLimits, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, KEEP_ALIVE_IDLE,
+    REQUEST_HEAD_TIMEOUT,
+};
 pub use http::{
     DEFAULT_MAX_SESSIONS, ENDPOINT, HEALTH_ENDPOINT, HttpOptions, HttpServer, READY_ENDPOINT,
     SESSION_IDLE,

@@ -31,12 +31,13 @@ use crate::policy::{
 use crate::results::ResultStore;
 use crate::sandbox::SharedServices;
 use crate::signature::TrustPolicy;
+use crate::source::Sidecar;
 use crate::stats::Meters;
 use crate::trusted::{TrustedPaths, relative_to};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
-use super::plugin::{PluginDirs, PluginEntry};
+use super::plugin::{PluginDirs, PluginEntry, PluginFile};
 use super::registry::{Names, Naming};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
@@ -70,6 +71,26 @@ pub enum BuildError {
     Config(String),
 }
 
+/// Adds to `trusted` what the plugin files found in plugin directories, and their
+/// sidecar manifests, point to when they are symlinks: the directory is trusted, but
+/// a link's target may lie anywhere, in the file root too, where a plugin could
+/// rewrite another plugin's code. (A file given alone is trusted through its links
+/// already.)
+fn trust_link_targets(files: &[PluginFile], trusted: &mut TrustedPaths) {
+    let is_link = |path: &Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink())
+    };
+    for file in files {
+        if is_link(&file.path) {
+            trusted.add("the plugin file", &file.path);
+        }
+        let sidecar = sidecar_path(&file.path);
+        if !matches!(file.sidecar, Sidecar::NotListed) && is_link(&sidecar) {
+            trusted.add("the plugin manifest", &sidecar);
+        }
+    }
+}
+
 /// Configures and loads a [`Runtime`].
 #[derive(Default)]
 pub struct RuntimeBuilder {
@@ -98,6 +119,9 @@ pub struct RuntimeBuilder {
     untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
+    /// Files the embedder's host reads for itself (a bearer token, a key), with what
+    /// messages call them.
+    host_files: Vec<(&'static str, PathBuf)>,
 }
 
 impl RuntimeBuilder {
@@ -276,6 +300,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Marks `path` as a file the host reads for itself (`what` names it in messages:
+    /// "the bearer token file"): like the config and lock files, plugins may neither
+    /// read nor change it when it lies in their file root, whether given there or
+    /// reached through a symlink, and a root inside it is refused.
+    pub fn host_file(mut self, what: &'static str, path: impl Into<PathBuf>) -> Self {
+        self.host_files.push((what, path.into()));
+        self
+    }
+
     /// Keeps the whole outputs of results the model sees cut in `store` (`None`: keeps
     /// them nowhere). Default: the configuration's `[output] results_dir`, else
     /// `results/` in the directory of the engine's compiled-code cache.
@@ -301,6 +334,7 @@ impl RuntimeBuilder {
         };
         let dirs = PluginDirs::new(self.plugin_dirs, self.plugin_files, &mut trusted);
         let files = dirs.discover()?;
+        trust_link_targets(&files, &mut trusted);
         let debug_log = match &self.debug_log {
             Some(path) => {
                 Some(Arc::new(DebugLog::open(path).map_err(|error| {
@@ -447,6 +481,9 @@ impl RuntimeBuilder {
         }
         if let Some(store) = results {
             trusted.add("the result store", store.dir());
+        }
+        for (what, path) in &self.host_files {
+            trusted.add(what, path);
         }
         trusted
     }

@@ -6,7 +6,8 @@
 set -eu
 cd "$(dirname "$0")"
 toolcell=${TOOLCELL:-toolcell}
-src=${TOOLCELL_SRC:-{{toolcell_src}}}
+default_src={{toolcell_src}}
+src=${TOOLCELL_SRC:-$default_src}
 if [ -z "$src" ] || [ ! -x "$src/{{build_script}}" ]; then
   echo "test.sh: set TOOLCELL_SRC to a toolcell source checkout (it has {{build_script}})" >&2
   exit 2

@@ -116,11 +116,47 @@ fn new_writes_the_files_each_language_builds_from() {
     );
     let test = fs::read_to_string(parent.path().join("p-python/test.sh")).expect("test.sh");
     for part in [
-        &format!("src=${{TOOLCELL_SRC:-{}}}", checkout.display()),
+        &format!("default_src='{}'\n", checkout.display()),
+        "src=${TOOLCELL_SRC:-$default_src}",
         "\"$src/tools/build-python-plugin\" . dist/p-python.wasm",
     ] {
         assert!(test.contains(part), "expected {part:?} in\n{test}");
     }
+}
+
+#[test]
+fn a_checkout_path_is_never_run_as_shell_code() {
+    // Issue 33: the path was pasted unquoted into test.sh, so a `$(...)` in it ran.
+    let parent = temp_dir();
+    let checkout = parent.path().join("it's $(touch pwned) `touch pwned2`");
+    write(&checkout.join("guest-sdk/Cargo.toml"), "[package]\n");
+    let output = new_in(
+        parent.path(),
+        &[
+            "p",
+            "--lang",
+            "python",
+            "--toolcell-src",
+            path_str(&checkout),
+        ],
+    );
+    assert_eq!(output.code, Some(0), "{output}");
+    let project = parent.path().join("p");
+    let test = run(Command::new(project.join("test.sh"))
+        .current_dir(parent.path())
+        .env_remove("TOOLCELL_SRC"));
+    for planted in ["pwned", "pwned2"] {
+        for dir in [parent.path(), project.as_path()] {
+            assert!(!dir.join(planted).exists(), "test.sh ran the path's code");
+        }
+    }
+    // The path reached the script whole: it is not a checkout with the build script.
+    assert_eq!(test.code, Some(2), "{test}");
+    assert!(
+        test.stderr
+            .contains("set TOOLCELL_SRC to a toolcell source checkout"),
+        "{test}"
+    );
 }
 
 #[test]

@@ -360,7 +360,7 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         std::fs::write(arena.plugins().join(name), content).map_err(|e| format!("{name}: {e}"))?;
     }
     for setup in &attack.setup {
-        prepare(setup, &arena.root(), &placeholders)?;
+        prepare(setup, &arena.root(), &arena.plugins(), &placeholders)?;
     }
     let mut before = arena.snapshot();
 
@@ -503,7 +503,12 @@ fn assemble(folder: &Path, file: &str) -> Result<Vec<u8>, String> {
     wat::parse_str(&text).map_err(|error| format!("{file}: {error}"))
 }
 
-fn prepare(setup: &Setup, root: &Path, placeholders: &Placeholders) -> Result<(), String> {
+fn prepare(
+    setup: &Setup,
+    root: &Path,
+    plugins: &Path,
+    placeholders: &Placeholders,
+) -> Result<(), String> {
     let result = match setup {
         Setup::Symlink { link, target } => {
             std::os::unix::fs::symlink(placeholders.fill(target), root.join(link))
@@ -525,6 +530,11 @@ fn prepare(setup: &Setup, root: &Path, placeholders: &Placeholders) -> Result<()
         )
         .map_err(std::io::Error::from),
         Setup::Dir(path) => std::fs::create_dir(root.join(path)),
+        Setup::LinkedPlugin { link, target } => std::fs::write(
+            root.join(target),
+            r#"clm.tool_register("victim", { invoke = function(_, c) c:complete("victim") end })"#,
+        )
+        .and_then(|()| std::os::unix::fs::symlink(root.join(target), plugins.join(link))),
     };
     result.map_err(|error| format!("setting up {setup:?}: {error}"))
 }

@@ -119,6 +119,12 @@ pub enum Setup {
     ZeroDevice(&'static str),
     /// A directory inside the root.
     Dir(&'static str),
+    /// A plugin whose file lies in the root (`target`) and which the plugin directory
+    /// holds as the symlink `link`; its tool `victim` answers "victim".
+    LinkedPlugin {
+        link: &'static str,
+        target: &'static str,
+    },
 }
 
 /// Where the arena puts what the host trusts, relative to the granted root.

@@ -196,13 +196,13 @@ fn memory() -> Vec<Attack> {
     ]
 }
 
-/// Why a path inside the cache is refused (`{cache}` is the cache directory).
-const IN_CACHE: &str =
-    "it lies inside the compiled-code cache {cache}, which plugins may not read or change";
+/// Why a path inside the cache is refused: named where it lies in the root, never by
+/// the host's absolute path.
+const IN_CACHE: &str = "it lies inside the compiled-code cache (.cache/toolcell), which plugins may not read or change";
 
 /// Why a path inside the plugin directory is refused.
 const IN_PLUGINS: &str =
-    "it lies inside the plugin directory {plugins}, which plugins may not read or change";
+    "it lies inside the plugin directory (plugins), which plugins may not read or change";
 
 /// Why every file access fails when the default root is the home directory (`{root}`).
 const HOME_REFUSED: &str = "file access is off: no file root was given, and the default, the \
@@ -433,6 +433,26 @@ fn files() -> Vec<Attack> {
             &path(".cache/../.cache/toolcell/{entry}"),
             &format!("nil | cannot write .cache/../.cache/toolcell/{{entry}}: {IN_CACHE}"),
         ),
+        attack(
+            Files,
+            "linked_plugin",
+            "a plugin reached through a symlink into the root: rewrite it, read it",
+        )
+        .setup(Setup::LinkedPlugin {
+            link: "victim.lua",
+            target: "victim_real.lua",
+        })
+        .completes(
+            "linked_write",
+            &path("victim_real.lua"),
+            "nil | cannot write victim_real.lua: it is the plugin file (victim_real.lua), which plugins may not read or change",
+        )
+        .completes(
+            "linked_read",
+            &path("./victim_real.lua"),
+            "nil | cannot read ./victim_real.lua: it is the plugin file (victim_real.lua), which plugins may not read or change",
+        )
+        .completes("victim", "{}", "victim"),
         attack(
             Files,
             "plant_plugin",
@@ -939,6 +959,15 @@ fn budgets() -> Vec<Attack> {
             .tool_count(2)
             .completes("tools_alive", "{}", "alive")
             .host_rss_growth_at_most(PLUGIN_RSS_BOUND),
+        attack(Budgets, "schema_backtrack", "a back-reference in an output and a params schema")
+            .diagnostic(
+                r#"tool 'flood_out' of plugin schema_backtrack.lua is over its schema budget and is not registered: the pattern "^(a|a)*\\1b" at `/items/pattern` uses a back-reference, which cannot be matched in time linear in the value (the limit for every pattern): look-around and back-references are refused"#,
+            )
+            .diagnostic(
+                r#"tool 'flood_in' of plugin schema_backtrack.lua is over its schema budget and is not registered: the pattern "^(a|a)*\\1b" at `/properties/s/items/pattern` uses a back-reference, which cannot be matched in time linear in the value (the limit for every pattern): look-around and back-references are refused"#,
+            )
+            .tool_count(2)
+            .completes("backtrack_alive", "{}", "alive"),
         attack(Budgets, "result_flood", "results of megabytes, of invalid UTF-8, of 100000 lines")
             // Replaced, 3.5 MiB of invalid UTF-8 would be 10.5 MiB: the copy does not fit.
             .fails("o", "{}", OUT_OF_MEMORY)

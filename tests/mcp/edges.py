@@ -1,0 +1,274 @@
+"""`toolcell serve --http` against clients that hold connections and send nothing,
+driven by plain sockets and the official MCP Python SDK (`pip install mcp`).
+
+Run by host/tests/serve.rs (so `cargo test` runs it):
+
+    python3 tests/mcp/edges.py --toolcell BIN
+
+1. Under `ulimit -n 1024` (prlimit, for the server process only), 1100 connections from
+   127.0.0.2 that send nothing to each listener (`--http`, `--metrics`): the ones over
+   the per-peer cap are answered 503 at once and closed; `/healthz`, the metrics and an
+   authenticated tool call (the scheme written `bearer`) from 127.0.0.1 answer within a
+   second; the idle connections are closed once the request-head timeout has passed;
+   stderr stays a few lines.
+2. Under `ulimit -n 128` with caps above it, 300 idle connections exhaust the server's
+   file descriptors: accepting fails, backs off (the server burns next to no CPU) and
+   says so in a line or two, and the server answers again once the clients let go.
+
+Each check prints `ok - NAME`; the first failure raises, which exits non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+# Bounds that only catch hangs.
+HANG = 60.0
+# What the README's Limits table says.
+PER_PEER = 64
+HEAD_TIMEOUT = 10.0
+# How fast the server must answer while it is attacked.
+PROMPT = 1.0
+
+TOKEN = "edges-token-of-thirty-two-chars!"
+
+ECHO = """
+clm.tool_register("echo", {
+  description = "Says what it is given",
+  params_schema = { type = "object", properties = { text = { type = "string" } }, required = { "text" } },
+  invoke = function(args, ctx) ctx:complete(args.text) end,
+})
+"""
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
+def ok(name: str) -> None:
+    print(f"ok - {name}", flush=True)
+
+
+class Server:
+    """`toolcell serve --http 127.0.0.1:0 --metrics 127.0.0.1:0` with its open-file
+    limit set to `nofile`, and what its stderr announced."""
+
+    def __init__(self, toolcell: str, plugins: Path, root: str, token_file: Path,
+                 nofile: int, extra: list[str]) -> None:
+        env = dict(os.environ)
+        for name in ("CLM_DEBUG_LOG", "TOOLCELL_DEBUG_LOG", "RUST_LOG", "TOOLCELL_TOKEN"):
+            env.pop(name, None)
+        self.process = subprocess.Popen(
+            ["prlimit", f"--nofile={nofile}:{nofile}", "--", toolcell, "serve",
+             "--plugins", str(plugins), "--root", root, "--token-file", str(token_file),
+             "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", *extra],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.stderr = bytearray()
+        self.base = ""
+        self.url = ""
+        self.metrics = ""
+        self.ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        check(self.ready.wait(HANG) and self.url != "" and self.metrics != "",
+              f"toolcell announced its addresses; stderr: {bytes(self.stderr)!r}")
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr += line
+            text = line.decode(errors="replace")
+            if len(self.stderr) < 64 * 1024:
+                sys.stderr.write(f"[toolcell] {text}")
+            if match := re.search(r"listening on (http://\S+)", text):
+                self.base = match.group(1)
+            if match := re.search(r"serving metrics at (http://\S+)", text):
+                self.metrics = match.group(1)
+            if match := re.search(r"serving MCP at (http://\S+)", text):
+                self.url = match.group(1)
+            if self.url and self.metrics:
+                self.ready.set()
+        self.ready.set()
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time of the server (prlimit execs it in place)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(HANG)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def address(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("http://").split("/", 1)[0].rsplit(":", 1)
+    return host, int(port)
+
+
+def idle_connections(target: tuple[str, int], count: int) -> list[socket.socket]:
+    """`count` connections from 127.0.0.2 that send nothing."""
+    sockets = []
+    for _ in range(count):
+        connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        connection.bind(("127.0.0.2", 0))
+        connection.settimeout(HANG)
+        connection.connect(target)
+        sockets.append(connection)
+    return sockets
+
+
+def answered(connection: socket.socket, limit: float) -> bytes | None:
+    """What the server sent before closing `connection`, or None if it is still
+    open after `limit` seconds."""
+    connection.settimeout(limit)
+    received = b""
+    try:
+        while chunk := connection.recv(4096):
+            received += chunk
+    except socket.timeout:
+        return None
+    except ConnectionResetError:
+        pass
+    return received
+
+
+def timed_get(url: str) -> tuple[float, int, str]:
+    started = time.monotonic()
+    with urllib.request.urlopen(url, timeout=HANG) as response:
+        body = response.read().decode()
+        return time.monotonic() - started, response.status, body
+
+
+async def caps_and_idle_connections(toolcell: str, plugins: Path, root: str,
+                                    token_file: Path) -> None:
+    server = Server(toolcell, plugins, root, token_file, nofile=1024, extra=[])
+    try:
+        opened = time.monotonic()
+        held = {name: idle_connections(address(url), 1100)
+                for name, url in (("MCP", server.url), ("metrics", server.metrics))}
+        for name, sockets in held.items():
+            refused = [answered(connection, 5.0) for connection in sockets[PER_PEER:]]
+            check(all(reply is not None and reply.startswith(b"HTTP/1.1 503 ")
+                      and b"too many connections from 127.0.0.2" in reply for reply in refused),
+                  f"{name}: every connection over the per-peer cap is answered 503: "
+                  f"{[reply for reply in refused if reply is None or b' 503 ' not in reply][:3]!r}")
+            for connection in sockets[PER_PEER:]:
+                connection.close()
+            del sockets[PER_PEER:]
+        ok(f"the 1036 connections over the per-peer cap of {PER_PEER} are answered 503")
+
+        took, status, body = timed_get(server.base + "/healthz")
+        check((status, body) == (200, "ok\n") and took < PROMPT, f"/healthz: {status} {body!r} in {took:.3f} s")
+        ok(f"/healthz answers in {took:.3f} s")
+        took, status, body = timed_get(server.metrics)
+        check(status == 200 and "toolcell_calls_total" in body and took < PROMPT,
+              f"/metrics: {status} in {took:.3f} s")
+        ok(f"/metrics answers in {took:.3f} s")
+
+        client = create_mcp_http_client(headers={"Authorization": f"bearer {TOKEN}"})
+        async with Client(streamable_http_client(server.url, http_client=client), mode="legacy") as session:
+            with anyio.fail_after(HANG):
+                await session.list_tools(cache_mode="refresh")
+                started = time.monotonic()
+                result = await session.call_tool("echo", {"text": "still here"})
+                took = time.monotonic() - started
+        block = result.content[0]
+        check(isinstance(block, types.TextContent) and block.text == "still here" and took < PROMPT,
+              f"the call: {result!r} in {took:.3f} s")
+        ok(f"an authenticated call (`bearer`, lower case) answers in {took:.3f} s")
+
+        for name, sockets in held.items():
+            for connection in sockets:
+                reply = answered(connection, HEAD_TIMEOUT + 10.0 - (time.monotonic() - opened))
+                check(reply == b"", f"{name}: an idle connection is closed without an answer: {reply!r}")
+            waited = time.monotonic() - opened
+            check(waited >= HEAD_TIMEOUT - 1.0, f"{name}: closed after {waited:.1f} s, before the timeout")
+            for connection in sockets:
+                connection.close()
+        ok(f"idle connections are closed after the {HEAD_TIMEOUT:.0f} s request-head timeout")
+
+        lines = bytes(server.stderr).decode(errors="replace").splitlines()
+        refusals = [line for line in lines if "refused" in line and "connection" in line]
+        check(len(server.stderr) < 4096 and 1 <= len(refusals) <= 4,
+              f"stderr stays small ({len(server.stderr)} bytes): {lines!r}")
+        ok(f"stderr stays small: {len(server.stderr)} bytes, {len(refusals)} line(s) on refusals")
+    finally:
+        server.stop()
+
+
+async def accept_failures_back_off(toolcell: str, plugins: Path, root: str,
+                                   token_file: Path) -> None:
+    server = Server(toolcell, plugins, root, token_file, nofile=128,
+                    extra=["--max-connections", "1000", "--max-connections-per-peer", "1000"])
+    try:
+        sockets = idle_connections(address(server.url), 300)
+        time.sleep(1.0)
+        before = server.cpu_seconds()
+        time.sleep(3.0)
+        burnt = server.cpu_seconds() - before
+        lines = bytes(server.stderr).decode(errors="replace").splitlines()
+        failures = [line for line in lines if "accepting MCP connections failed" in line]
+        check(1 <= len(failures) <= 2 and "Too many open files" in failures[0],
+              f"accept failures are logged once per interval: {lines[-5:]!r} ({len(lines)} lines)")
+        check(burnt < 0.5, f"the server backs off: {burnt:.2f} s of CPU in 3 s")
+        ok(f"out of file descriptors, accepting backs off ({burnt:.2f} s of CPU in 3 s, "
+           f"{len(failures)} line(s))")
+        for connection in sockets:
+            connection.close()
+        deadline = time.monotonic() + HANG
+        while True:
+            try:
+                took, status, _ = timed_get(server.base + "/healthz")
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            check(time.monotonic() < deadline, "the server answers again")
+            time.sleep(0.2)
+        ok("the server answers again once the clients let go")
+        check(len(server.stderr) < 4096, f"stderr stays small: {len(server.stderr)} bytes")
+    finally:
+        server.stop()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--toolcell", required=True)
+    args = parser.parse_args()
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+    with tempfile.TemporaryDirectory() as directory:
+        plugins = Path(directory) / "plugins"
+        plugins.mkdir()
+        (plugins / "echo.lua").write_text(ECHO)
+        root = Path(directory) / "root"
+        root.mkdir()
+        token_file = Path(directory) / "token"
+        token_file.write_text(TOKEN + "\n")
+        await caps_and_idle_connections(args.toolcell, plugins, str(root), token_file)
+        await accept_failures_back_off(args.toolcell, plugins, str(root), token_file)
+    print("all checks passed", flush=True)
+
+
+if __name__ == "__main__":
+    anyio.run(main)
