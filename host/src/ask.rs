@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::envelope::Envelope;
-use crate::limits::{format_bytes, prefix_within};
+use crate::base::limits::{format_bytes, prefix_within};
+use crate::output::envelope::Envelope;
 
 /// The longest question message shown, in bytes; the rest is cut with a notice.
 pub const MAX_MESSAGE: usize = 4 * 1024;

@@ -3,8 +3,8 @@
 //! types). The host owns these types so that callers never see the WIT bindings; a
 //! guest's parts are converted once, where the sandbox reads its call-state.
 
-use crate::bindings;
-use crate::limits::format_bytes;
+use crate::base::limits::format_bytes;
+use crate::sandbox::wit;
 
 /// One part of a tool's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,29 +112,29 @@ pub fn text_view(parts: &[ContentPart]) -> String {
         .join("\n")
 }
 
-impl From<bindings::ContentPart> for ContentPart {
-    fn from(part: bindings::ContentPart) -> Self {
+impl From<wit::ContentPart> for ContentPart {
+    fn from(part: wit::ContentPart) -> Self {
         match part {
-            bindings::ContentPart::Text(text) => ContentPart::Text(text),
-            bindings::ContentPart::Image(media) => ContentPart::Image {
+            wit::ContentPart::Text(text) => ContentPart::Text(text),
+            wit::ContentPart::Image(media) => ContentPart::Image {
                 data: media.data,
                 mime_type: media.mime_type,
             },
-            bindings::ContentPart::Audio(media) => ContentPart::Audio {
+            wit::ContentPart::Audio(media) => ContentPart::Audio {
                 data: media.data,
                 mime_type: media.mime_type,
             },
-            bindings::ContentPart::ResourceLink(link) => ContentPart::ResourceLink {
+            wit::ContentPart::ResourceLink(link) => ContentPart::ResourceLink {
                 uri: link.uri,
                 name: link.name,
                 mime_type: link.mime_type,
             },
-            bindings::ContentPart::Resource(resource) => ContentPart::Resource {
+            wit::ContentPart::Resource(resource) => ContentPart::Resource {
                 uri: resource.uri,
                 mime_type: resource.mime_type,
                 contents: match resource.contents {
-                    bindings::ResourceContents::Text(text) => ResourceContents::Text(text),
-                    bindings::ResourceContents::Blob(data) => ResourceContents::Blob(data),
+                    wit::ResourceContents::Text(text) => ResourceContents::Text(text),
+                    wit::ResourceContents::Blob(data) => ResourceContents::Blob(data),
                 },
             },
         }

@@ -14,70 +14,46 @@
 
 pub mod artifact;
 mod ask;
-mod atomic_file;
-mod bindings;
-pub mod cache;
+mod base;
 #[cfg(feature = "cli")]
 pub mod cli;
-mod clock;
 pub mod config;
 mod content;
-mod debug_log;
-mod diagnostic;
-#[cfg(feature = "oci")]
 pub mod distribution;
 pub mod engine;
-pub mod envelope;
-mod fast_map;
-pub mod files;
-pub mod grants;
-mod guest;
-pub mod http;
-mod info;
-pub mod inspect;
-pub mod integrity;
-pub mod limits;
-mod log_listener;
-pub mod manifest;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-pub mod names;
-mod outcome;
-pub mod output;
-pub mod pack;
-mod permissions;
-mod plugin_info;
+mod output;
 pub mod policy;
-pub mod progress;
-#[cfg(feature = "watch")]
-pub mod reload;
-pub mod results;
 mod runtime;
 mod sandbox;
+mod services;
+mod tool;
+
+// The modules' public paths as they were before the crate was grouped into folders.
+pub use artifact::{integrity, manifest, signature, wit_version};
+pub use base::limits;
 #[cfg(feature = "cli")]
-pub mod scaffold;
-pub mod schema;
-mod schema_budget;
-pub mod signature;
-mod snapshot;
-mod source;
-pub mod stats;
-pub mod strict_schema;
-pub mod trusted;
-mod validation;
-pub mod wit_version;
-mod wording;
+pub use cli::scaffold;
+pub use config::grants;
+pub use distribution::{inspect, pack};
+pub use engine::cache;
+pub use output::{envelope, progress, results, stats};
+#[cfg(feature = "watch")]
+pub use runtime::reload;
+pub use services::{files, http, trusted};
+pub use tool::{names, schema, strict_schema};
 
 pub use ask::{Question, QuestionHandler, Reply};
 pub use content::{ContentPart, ResourceContents};
-pub use diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use engine::Engine;
-pub use log_listener::LogListener;
-pub use outcome::{CallOutcome, CrashCause, PluginFate};
-pub use plugin_info::PluginInfo;
-pub use progress::{BadProgress, Progress, ProgressUpdates};
+pub use output::outcome::{CallOutcome, CrashCause, PluginFate};
+pub use output::progress::{BadProgress, Progress, ProgressUpdates};
+pub use policy::plugin_info::PluginInfo;
+pub use runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use runtime::{
     BuildError, Call, CallOptions, InvokeError, ListedTool, PluginUpdate, ReservedCallId, Runtime,
     RuntimeBuilder, Scope, Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;
+pub use services::log_listener::LogListener;

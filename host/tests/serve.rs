@@ -1,7 +1,8 @@
 //! `toolcell serve --http` in production, driven by the official MCP Python SDK
 //! (tools/bootstrap installs it): the `/healthz` and `/readyz` probes and a drain on
 //! SIGTERM with a slow tool call in flight (tests/mcp/shutdown.py), and clients that
-//! hold connections and send nothing (tests/mcp/edges.py).
+//! hold connections and send nothing, with the reproduction of a backtracking schema
+//! pattern tried meanwhile (tests/mcp/edges.py).
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -478,7 +478,7 @@ async fn running_out_of_fuel_discards_the_instance_and_the_next_call_gets_a_fres
 }
 
 /// Freed instance slots are kept warm and reset in place for the next instance of the
-/// same guest (`engine.rs`): whatever lands in such a slot must start from the plugin's
+/// same guest (`host/src/engine/mod.rs`): whatever lands in such a slot must start from the plugin's
 /// load-time state, never from what the previous instance left there.
 #[tokio::test]
 async fn a_restarted_or_reloaded_plugin_starts_from_its_load_time_state() {

@@ -11,6 +11,10 @@ Run by host/tests/serve.rs (so `cargo test` runs it):
    authenticated tool call (the scheme written `bearer`) from 127.0.0.1 answer within a
    second; the idle connections are closed once the request-head timeout has passed;
    stderr stays a few lines.
+   With them held, the reproduction of a schema pattern that backtracked (32-38 s of host
+   CPU per call, a trivial call of another session delayed by 8.5 s): its tools are refused
+   at load, saying why, and another session's trivial call answers within a second while
+   the first tries them.
 2. Under `ulimit -n 128` with caps above it, 300 idle connections exhaust the server's
    file descriptors: accepting fails, backs off (the server burns next to no CPU) and
    says so in a line or two, and the server answers again once the clients let go.
@@ -54,6 +58,24 @@ clm.tool_register("echo", {
   description = "Says what it is given",
   params_schema = { type = "object", properties = { text = { type = "string" } }, required = { "text" } },
   invoke = function(args, ctx) ctx:complete(args.text) end,
+})
+"""
+
+
+# Issue 33's reproduction 1: a back-reference in an output schema and a params schema.
+BACKTRACK = """
+local backtracking = "^(a|a)*\\\\1b"
+clm.tool_register("flood_out", {
+  output_schema = { type = "array", items = { type = "string", pattern = backtracking } },
+  invoke = function(_, c)
+    local items = {}
+    for i = 1, 1000 do items[i] = string.rep("a", 25) .. "!" end
+    c:complete(json.encode(items))
+  end,
+})
+clm.tool_register("flood_in", {
+  params_schema = { type = "object", properties = { s = { type = "array", items = { type = "string", pattern = backtracking } } } },
+  invoke = function(_, c) c:complete("ran") end,
 })
 """
 
@@ -197,6 +219,8 @@ async def caps_and_idle_connections(toolcell: str, plugins: Path, root: str,
               f"the call: {result!r} in {took:.3f} s")
         ok(f"an authenticated call (`bearer`, lower case) answers in {took:.3f} s")
 
+        await backtracking_patterns_stall_nothing(server)
+
         for name, sockets in held.items():
             for connection in sockets:
                 reply = answered(connection, HEAD_TIMEOUT + 10.0 - (time.monotonic() - opened))
@@ -214,6 +238,51 @@ async def caps_and_idle_connections(toolcell: str, plugins: Path, root: str,
         ok(f"stderr stays small: {len(server.stderr)} bytes, {len(refusals)} line(s) on refusals")
     finally:
         server.stop()
+
+
+async def backtracking_patterns_stall_nothing(server: Server) -> None:
+    text = bytes(server.stderr).decode(errors="replace")
+    for tool in ("flood_out", "flood_in"):
+        check(f"tool '{tool}' of plugin backtrack.lua is over its schema budget" in text
+              and "uses a back-reference" in text, f"{tool} is refused at load: {text!r}")
+    ok("the backtracking patterns are refused at load, saying why")
+
+    def session():
+        client = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
+        return Client(streamable_http_client(server.url, http_client=client), mode="legacy")
+
+    attempts: list[str] = []
+    trivial: list[float] = []
+    async with session() as attacker, session() as other:
+        with anyio.fail_after(HANG):
+            await other.list_tools(cache_mode="refresh")
+
+            async def attack() -> None:
+                arguments = {"s": [("a" * 25) + "!"] * 500}
+                for tool, args in (("flood_out", {}), ("flood_in", arguments)):
+                    try:
+                        await attacker.call_tool(tool, args)
+                        attempts.append(f"{tool} ran")
+                    except Exception as error:  # unavailable: refused at load
+                        attempts.append(f"{tool}: {error}")
+
+            async def trivial_call() -> None:
+                await anyio.sleep(0.05)
+                started = time.monotonic()
+                result = await other.call_tool("echo", {"text": "prompt"})
+                trivial.append(time.monotonic() - started)
+                block = result.content[0]
+                check(isinstance(block, types.TextContent) and block.text == "prompt", f"{result!r}")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(attack)
+                group.start_soon(trivial_call)
+    check(len(attempts) == 2
+          and all(f"tool '{tool}' is unavailable" in attempt and "uses a back-reference" in attempt
+                  for tool, attempt in zip(("flood_out", "flood_in"), attempts)),
+          f"the attack's tools are unavailable, saying why: {attempts!r}")
+    check(trivial[0] < PROMPT, f"another session's trivial call took {trivial[0]:.3f} s")
+    ok(f"another session's trivial call answers in {trivial[0]:.3f} s while they are tried")
 
 
 async def accept_failures_back_off(toolcell: str, plugins: Path, root: str,
@@ -261,6 +330,7 @@ async def main() -> None:
         plugins = Path(directory) / "plugins"
         plugins.mkdir()
         (plugins / "echo.lua").write_text(ECHO)
+        (plugins / "backtrack.lua").write_text(BACKTRACK)
         root = Path(directory) / "root"
         root.mkdir()
         token_file = Path(directory) / "token"

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::{OutputArgs, PluginArgs, ScopeArgs, prompt, usage_error};
-use crate::atomic_file::{Readers, write_atomically};
+use crate::base::atomic_file::{Readers, write_atomically};
 use crate::content::{ContentPart, ResourceContents};
 use crate::policy::{Answer, Approvals};
 use crate::{CallOptions, Progress};

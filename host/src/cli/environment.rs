@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::cache::CodeCache;
+use crate::engine::cache::CodeCache;
 use crate::engine::{Engine, EngineError, Options};
 
 /// The compiled-code cache: `$TOOLCELL_CACHE_DIR`, else `$XDG_CACHE_HOME/toolcell`,

@@ -8,10 +8,10 @@ use clap::Args;
 use serde_json::json;
 
 use super::{environment, usage_error};
+use crate::artifact::manifest::Manifest;
+use crate::artifact::wit_version::WIT_VERSION;
+use crate::distribution::inspect::{self, Report};
 use crate::engine::Options;
-use crate::inspect::{self, Report};
-use crate::manifest::Manifest;
-use crate::wit_version::WIT_VERSION;
 
 #[derive(Args)]
 pub(super) struct InspectArgs {

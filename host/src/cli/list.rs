@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{PluginArgs, ScopeArgs, usage_error};
-use crate::schema::{self, Format};
-use crate::strict_schema as strict;
+use crate::tool::schema::{self, Format};
+use crate::tool::strict_schema as strict;
 use crate::{ListedTool, ToolInfo};
 
 #[derive(Args)]

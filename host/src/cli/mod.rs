@@ -15,6 +15,7 @@ mod prompt;
 #[cfg(feature = "oci")]
 mod registry;
 mod result;
+pub mod scaffold;
 mod serve;
 mod sign;
 
@@ -24,14 +25,14 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::atomic_file::{Readers, write_atomically};
+use crate::artifact::integrity::Pins;
+use crate::base::atomic_file::{Readers, write_atomically};
 use crate::config::{Config, HttpSection};
 use crate::engine::Options;
-use crate::envelope::UntrustedOutput;
-use crate::files::FileAccess;
-use crate::http::HostGrant;
-use crate::integrity::Pins;
+use crate::output::envelope::UntrustedOutput;
 use crate::policy::{CommandLineRules, Verdict};
+use crate::services::files::FileAccess;
+use crate::services::http::HostGrant;
 use crate::{Runtime, RuntimeBuilder, Scope, Session};
 
 /// Exit code of a usage error.
@@ -325,7 +326,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         1 => "info",
         _ => "debug",
     };
-    let default = format!("{default},{}=info", crate::cache::NOTICE_TARGET);
+    let default = format!("{default},{}=info", crate::engine::cache::NOTICE_TARGET);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()

@@ -1,4 +1,4 @@
-//! `toolcell new`: write a plugin project to start from (see `crate::scaffold`).
+//! `toolcell new`: write a plugin project to start from (see `crate::cli::scaffold`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::usage_error;
-use crate::scaffold::{self, Lang, Options};
+use crate::cli::scaffold::{self, Lang, Options};
 
 #[derive(Args)]
 pub(super) struct NewArgs {

@@ -8,9 +8,9 @@ use clap::Args;
 
 use super::{Readers, environment, usage_error, write_atomically};
 use crate::Severity;
-use crate::cache::sha256_hex;
+use crate::distribution::pack;
 use crate::engine::Options;
-use crate::pack;
+use crate::engine::cache::sha256_hex;
 
 #[derive(Args)]
 pub(super) struct PackArgs {

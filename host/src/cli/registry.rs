@@ -10,12 +10,12 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{USAGE, default_plugin_dir, usage_error};
+use crate::artifact::signature::{PublicKey, TrustPolicy};
 use crate::config::Config;
 use crate::distribution::{
     self, ArtifactRef, DEFAULT_MAX_ARTIFACT_BYTES, DistributionError, Installed, Installer,
     RegistryOptions,
 };
-use crate::signature::{PublicKey, TrustPolicy};
 
 /// How to reach registries; shared by the three commands.
 #[derive(Args)]

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::{environment, usage_error};
 use crate::config::Config;
-use crate::results::ResultError;
+use crate::output::results::ResultError;
 
 #[derive(Args)]
 pub(super) struct ResultArgs {

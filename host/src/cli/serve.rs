@@ -13,7 +13,7 @@ use crate::mcp::{
     self, AskFallback, ConnectionLimits, HttpOptions, HttpServer, Lifecycle, LogRouter,
     ServeOptions, ServerState,
 };
-use crate::{Runtime, RuntimeBuilder, Scope, Session, reload};
+use crate::{Runtime, RuntimeBuilder, Scope, Session, runtime::reload};
 
 /// How long calls in flight get to finish after SIGTERM, by default: under the 30 s
 /// Kubernetes gives a pod by default, with room for the rest of the exit.

@@ -8,8 +8,10 @@ use clap::Args;
 
 use super::{Readers, usage_error, write_atomically};
 use crate::artifact::Artifact;
+use crate::artifact::signature::{
+    self, PublicKey, SIGNING_UNAVAILABLE, SecretKey, TrustPolicy, Verdict,
+};
 use crate::config::Config;
-use crate::signature::{self, PublicKey, SIGNING_UNAVAILABLE, SecretKey, TrustPolicy, Verdict};
 
 #[derive(Args)]
 pub(super) struct SignArgs {

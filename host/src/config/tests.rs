@@ -5,8 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 #[cfg(feature = "signing")]
-use crate::signature::SecretKey;
-use crate::signature::UnsignedPolicy;
+use crate::artifact::signature::SecretKey;
+use crate::artifact::signature::UnsignedPolicy;
 
 use super::*;
 
@@ -35,7 +35,7 @@ fn an_empty_file_changes_nothing() {
     assert_eq!(config.output_for("p", "t"), OutputLimits::default());
     assert_eq!(
         config.description_bytes_for("p", "t"),
-        output::DEFAULT_MAX_DESCRIPTION_BYTES
+        cut::DEFAULT_MAX_DESCRIPTION_BYTES
     );
     assert!(config.tool_config_json().is_empty());
     assert_eq!(config.trust.unsigned, UnsignedPolicy::Allow);
@@ -225,13 +225,13 @@ fn output_settings_apply_tool_over_plugin_over_global_over_defaults() {
     assert_eq!(
         defaults.output_for("p", "report"),
         OutputLimits {
-            max_lines: output::DEFAULT_MAX_LINES,
+            max_lines: cut::DEFAULT_MAX_LINES,
             max_bytes: 5,
         }
     );
     assert_eq!(
         defaults.description_bytes_for("p", "report"),
-        output::DEFAULT_MAX_DESCRIPTION_BYTES
+        cut::DEFAULT_MAX_DESCRIPTION_BYTES
     );
 }
 

@@ -17,7 +17,7 @@ use reqwest::header::{ACCEPT, WWW_AUTHENTICATE};
 use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
 use tokio::time::Instant;
 
-use crate::cache::sha256_hex;
+use crate::engine::cache::sha256_hex;
 
 /// The largest manifest read: the OCI distribution spec's guidance for what a
 /// registry should accept (a plugin's manifest is under 1 KiB).

@@ -9,12 +9,12 @@ use super::DistributionError;
 use super::lock::{Entry, LockFile, Record};
 use super::reference::ArtifactRef;
 use super::registry::{self, Pulled, RegistryOptions};
-use crate::atomic_file::{Readers, write_atomically};
-use crate::cache::sha256_hex;
-use crate::integrity::Pins;
-use crate::manifest::Manifest;
-use crate::signature::{PublicKey, TrustPolicy};
-use crate::source::{self, Admission};
+use crate::artifact::integrity::Pins;
+use crate::artifact::manifest::Manifest;
+use crate::artifact::signature::{PublicKey, TrustPolicy};
+use crate::base::atomic_file::{Readers, write_atomically};
+use crate::engine::cache::sha256_hex;
+use crate::runtime::admission::{self, Admission};
 
 /// A pulled plugin that passed the checks, not yet written.
 pub struct Verified {
@@ -70,7 +70,7 @@ fn verify(pulled: Pulled, trust: &TrustPolicy) -> Result<Verified, DistributionE
         pins: &Pins::default(),
         trust,
     };
-    let source = source::admit_component(&pulled.bytes, &admission).map_err(|refusal| {
+    let source = admission::admit_component(&pulled.bytes, &admission).map_err(|refusal| {
         DistributionError::Refused {
             reference: pulled.reference.to_string(),
             code: refusal.kind.code(),

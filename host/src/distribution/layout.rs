@@ -19,9 +19,9 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use serde::{Deserialize, Serialize};
 
 use super::DistributionError;
+use crate::artifact::manifest::Manifest;
 use crate::artifact::{Artifact, WIT_PACKAGE};
-use crate::cache::sha256_hex;
-use crate::manifest::Manifest;
+use crate::engine::cache::sha256_hex;
 
 /// The media type of the image manifest.
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";

@@ -23,9 +23,9 @@ use std::path::{Component, Path, PathBuf};
 
 use super::DistributionError;
 use super::reference::{ArtifactRef, is_sha256};
-use crate::atomic_file::{Readers, write_atomically};
-use crate::integrity::parse_lock_line;
-use crate::signature::PublicKey;
+use crate::artifact::integrity::parse_lock_line;
+use crate::artifact::signature::PublicKey;
+use crate::base::atomic_file::{Readers, write_atomically};
 
 /// The prefix of a record line.
 const RECORD: &str = "#@";
@@ -306,8 +306,8 @@ fn check_file_name(file: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::integrity::Pins;
-    use crate::signature::SecretKey;
+    use crate::artifact::integrity::Pins;
+    use crate::artifact::signature::SecretKey;
 
     const DIGEST: &str = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     const SHA: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";

@@ -1,5 +1,8 @@
-//! Plugins from OCI registries: `toolcell push`, `pull` and `install` (the `oci`
-//! feature).
+//! Plugins as files for others to run: one self-contained `.wasm` per plugin (`pack`),
+//! what such a file holds (`inspect`), and, with the `oci` feature, OCI registries:
+//! `toolcell push`, `pull` and `install`.
+//!
+//! The registry parts:
 //!
 //! - `reference`: `REGISTRY/REPOSITORY:TAG[@sha256:DIGEST]`, and which registries may be
 //!   spoken to over plain HTTP (this machine's, or any with `--plain-http`);
@@ -14,30 +17,48 @@
 //!   directory, `install` with its lock record, and the re-install of a lock file;
 //! - `lock`: the install records in the lock file that `--lock` reads.
 
+pub mod inspect;
+pub mod pack;
+
+#[cfg(feature = "oci")]
 mod credentials;
+#[cfg(feature = "oci")]
 mod fetch;
+#[cfg(feature = "oci")]
 mod install;
+#[cfg(feature = "oci")]
 mod layout;
+#[cfg(feature = "oci")]
 mod lock;
+#[cfg(feature = "oci")]
 mod reference;
+#[cfg(feature = "oci")]
 mod registry;
 
+#[cfg(feature = "oci")]
 pub use credentials::{PASSWORD_VAR, USERNAME_VAR};
+#[cfg(feature = "oci")]
 pub use fetch::{
     MAX_MANIFEST_BYTES, MAX_SMALL_BODY_BYTES, RESPONSE_TIMEOUT, TRANSFER_TIMEOUT, Timeouts,
 };
+#[cfg(feature = "oci")]
 pub use install::{Installed, Installer, Verified, pull_into, pull_verified};
+#[cfg(feature = "oci")]
 pub use layout::{
     CONFIG_MEDIA_TYPE, ComponentInfo, LAYER_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, WasmConfig,
 };
+#[cfg(feature = "oci")]
 pub use lock::{Entry, LockFile, Record};
+#[cfg(feature = "oci")]
 pub use reference::ArtifactRef;
+#[cfg(feature = "oci")]
 pub use registry::{
     CONNECT_TIMEOUT, DEFAULT_MAX_ARTIFACT_BYTES, Pulled, Pushed, READ_TIMEOUT, RegistryOptions,
     pull, push,
 };
 
 /// Why a push, pull or install failed. Never contains a credential.
+#[cfg(feature = "oci")]
 #[derive(Debug, thiserror::Error)]
 pub enum DistributionError {
     /// The reference does not parse, or does not fit the operation.

@@ -15,8 +15,8 @@ use super::layout::{self, MANIFEST_MEDIA_TYPE};
 use super::reference::ArtifactRef;
 use super::{DistributionError, credentials};
 use crate::artifact::Artifact;
-use crate::cache::sha256_hex;
-use crate::manifest::Manifest;
+use crate::artifact::manifest::Manifest;
+use crate::engine::cache::sha256_hex;
 
 /// The largest artifact pulled, by default: the JavaScript and Python runtimes make
 /// plugins of 12-18 MB.

@@ -28,7 +28,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::LogListener;
-use crate::limits::prefix_within;
+use crate::base::limits::prefix_within;
 
 /// Lines a session may be sent per second, on average.
 pub const RATE: f64 = 100.0;

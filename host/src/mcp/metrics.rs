@@ -1,4 +1,4 @@
-//! `serve --metrics ADDR`: the runtime's statistics ([`crate::stats`]) in Prometheus'
+//! `serve --metrics ADDR`: the runtime's statistics ([`crate::output::stats`]) in Prometheus'
 //! text format (version 0.0.4) at [`METRICS_ENDPOINT`], read afresh at every scrape and
 //! encoded by the `prometheus-client` crate.
 //!
@@ -14,8 +14,8 @@
 //! [`OTHER_TOOLS`], so that a plugin of a thousand tools cannot make a scrape of
 //! megabytes and tens of thousands of series.
 //!
-//! [`OUTCOMES`]: crate::stats::OUTCOMES
-//! [`LATENCY_BUCKETS`]: crate::stats::LATENCY_BUCKETS
+//! [`OUTCOMES`]: crate::output::stats::OUTCOMES
+//! [`LATENCY_BUCKETS`]: crate::output::stats::LATENCY_BUCKETS
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -37,7 +37,7 @@ use tokio::net::TcpListener;
 
 use super::connections::{ConnectionLimits, Listener};
 use crate::Runtime;
-use crate::stats::{Stats, ToolStats};
+use crate::output::stats::{Stats, ToolStats};
 
 /// Where the metrics are served.
 pub const METRICS_ENDPOINT: &str = "/metrics";
@@ -249,7 +249,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::stats::Histogram;
+    use crate::output::stats::Histogram;
 
     fn tool(plugin: &str, n: usize) -> ToolStats {
         ToolStats {

@@ -22,7 +22,7 @@
 //!
 //! Both transports share one [`ServerState`]: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
-//! changes from hot reload (`crate::reload`), the router of plugin logs, and the
+//! changes from hot reload (`crate::runtime::reload`), the router of plugin logs, and the
 //! server's shutdown signal.
 
 mod approval;

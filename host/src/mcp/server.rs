@@ -8,7 +8,7 @@
 //! - `tools/list`: every tool in scope that is not hidden and that the permission
 //!   policy does not deny, with its description, its parameters schema as the input
 //!   schema, its annotations, and its output schema when it gives structured results
-//!   (`crate::schema::mcp_tool`).
+//!   (`crate::tool::schema::mcp_tool`).
 //! - `tools/call`: the runtime validates the arguments and runs the tool in its sandbox.
 //!   A completed tool gives its output as text; one with an output schema (and not
 //!   enveloped) also gives the value as `structuredContent`. A tool that failed gives
@@ -65,7 +65,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::logging::{CallLog, Rate};
 use super::{FLOOR_TOOL, ServerState, approval, direct};
 use crate::policy::Approvals;
-use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, schema};
+use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, tool::schema};
 
 /// How soon after its start a call with a progress token first reports progress (a
 /// call that ends sooner reports none).

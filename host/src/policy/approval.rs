@@ -22,10 +22,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ask::QuestionHandler;
-use crate::grants::Grants;
-use crate::info::ToolInfo;
-use crate::permissions::Decision;
-use crate::plugin_info::PluginInfo;
+use crate::config::grants::Grants;
+use crate::config::permissions::Decision;
+use crate::policy::plugin_info::PluginInfo;
+use crate::tool::info::ToolInfo;
 
 /// The priority of an embedder's resolver unless it says otherwise: before the user's
 /// rules.

@@ -18,8 +18,8 @@ use futures_util::FutureExt;
 use globset::GlobMatcher;
 
 use super::approval::BoxFuture;
-use crate::outcome::CallOutcome;
-use crate::permissions::{RuleError, ToolFacts, glob};
+use crate::config::permissions::{RuleError, ToolFacts, glob};
+use crate::output::outcome::CallOutcome;
 
 /// How long an interceptor may take unless it says otherwise.
 pub const DEFAULT_INTERCEPTOR_TIMEOUT: Duration = Duration::from_secs(10);

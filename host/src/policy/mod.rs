@@ -1,6 +1,6 @@
 //! The policy layer around every call: whether it may run (approval), the embedder's
 //! code around it (interceptors), how many run at once (concurrency caps), and what
-//! happened (`crate::stats`). The same for every plugin language, from the embedding
+//! happened (`crate::output::stats`). The same for every plugin language, from the embedding
 //! API, `call` and `serve`; docs/policy.md is the guide.
 //!
 //! - `approval`: decisions, the resolver chain, sessions' approvals and who answers `ask`;
@@ -17,6 +17,7 @@
 mod approval;
 mod caps;
 mod interceptors;
+pub(crate) mod plugin_info;
 
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -25,14 +26,16 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::Questions;
-use crate::info::ToolInfo;
-use crate::outcome::CallOutcome;
-use crate::plugin_info::PluginInfo;
-use crate::progress::ProgressSender;
+use crate::output::outcome::CallOutcome;
+use crate::output::progress::ProgressSender;
+use crate::output::stats::{Meters, ToolMeter};
+use crate::policy::plugin_info::PluginInfo;
 use crate::sandbox::{Ended, PluginHandle};
-use crate::stats::{Meters, ToolMeter};
+use crate::tool::info::ToolInfo;
 
-pub use crate::permissions::{CommandLineRules, Decision, PermissionsSection, RuleError, Verdict};
+pub use crate::config::permissions::{
+    CommandLineRules, Decision, PermissionsSection, RuleError, Verdict,
+};
 pub use approval::{
     Answer, Approvals, BoxFuture, EMBEDDER_PRIORITY, NO_PROMPT_PRIORITY, PRESETS_PRIORITY,
     PermissionHandler, PermissionPrompt, PermissionRequest, RULES_PRIORITY, Resolver,
@@ -42,12 +45,12 @@ pub use interceptors::{
     After, Before, DEFAULT_INTERCEPTOR_TIMEOUT, InterceptedCall, Interceptor, InterceptorError,
 };
 
-pub(crate) use crate::permissions::Rules;
+pub(crate) use crate::config::permissions::Rules;
 pub(crate) use approval::{Chain, RegisteredResolver};
 pub(crate) use caps::Caps;
 pub(crate) use interceptors::Interceptors;
 
-use crate::permissions::ToolFacts;
+use crate::config::permissions::ToolFacts;
 use approval::Verdicts;
 use interceptors::{Stop, ToolInterceptors};
 

@@ -10,30 +10,30 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
+use crate::artifact::integrity::Pins;
+use crate::artifact::manifest::sidecar_path;
+use crate::artifact::signature::TrustPolicy;
 use crate::ask::QuestionHandler;
-use crate::cache::CodeCache;
+use crate::base::limits::Limits;
+use crate::config::grants::{CapabilityPolicy, CommandLine};
 use crate::config::{Config, HttpSection};
-use crate::debug_log::DebugLog;
+use crate::engine::cache::CodeCache;
 use crate::engine::{Engine, EngineError, Options};
-use crate::envelope::{Envelope, UntrustedOutput};
-use crate::files::{FileAccess, FileRoot, Files, RootError};
-use crate::grants::{CapabilityPolicy, CommandLine};
-use crate::http::HostGrant;
-use crate::integrity::Pins;
-use crate::limits::Limits;
-use crate::log_listener::LogListener;
-use crate::manifest::sidecar_path;
+use crate::output::envelope::{Envelope, UntrustedOutput};
+use crate::output::results::ResultStore;
+use crate::output::stats::Meters;
 use crate::policy::{
     Approvals, Caps, Chain, CommandLineRules, DEFAULT_INTERCEPTOR_TIMEOUT, Interceptor,
     Interceptors, PermissionHandler, Policy as CallPolicy, RegisteredResolver, Resolver, RuleError,
     Rules, Verdict,
 };
-use crate::results::ResultStore;
+use crate::runtime::admission::Sidecar;
 use crate::sandbox::SharedServices;
-use crate::signature::TrustPolicy;
-use crate::source::Sidecar;
-use crate::stats::Meters;
-use crate::trusted::{TrustedPaths, relative_to};
+use crate::services::debug_log::DebugLog;
+use crate::services::files::{FileAccess, FileRoot, Files, RootError};
+use crate::services::http::HostGrant;
+use crate::services::log_listener::LogListener;
+use crate::services::trusted::{TrustedPaths, relative_to};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
@@ -149,14 +149,14 @@ impl RuntimeBuilder {
     /// directory or an ancestor of it (then plugins get no file access, with a warning:
     /// they could change the user's startup files). A root that is, or lies inside, a
     /// path the host trusts (a plugin directory, the cache, ...) is refused; such paths
-    /// inside the root are out of plugins' reach (see [`crate::trusted`]).
+    /// inside the root are out of plugins' reach (see [`crate::services::trusted`]).
     pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
         self.root = Some(root.into());
         self
     }
 
     /// The limits every plugin starts from: the defaults, which the configuration
-    /// file refines (see [`crate::grants`] for the order of precedence).
+    /// file refines (see [`crate::config::grants`] for the order of precedence).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -217,7 +217,7 @@ impl RuntimeBuilder {
 
     /// How the output of plugins that are not trusted reaches the model, over the
     /// configuration's `[output] untrusted` (`--untrusted-output`); a plugin's own
-    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::envelope`]).
+    /// `[plugins.ID.output] untrusted` still decides for it (see [`crate::output::envelope`]).
     pub fn untrusted_output(mut self, mode: UntrustedOutput) -> Self {
         self.untrusted_output = Some(mode);
         self
@@ -441,7 +441,7 @@ impl RuntimeBuilder {
             unavailable: HashMap::new(),
             diagnostics: Vec::new(),
             next_call: AtomicU64::new(1),
-            run: crate::results::new_run(),
+            run: crate::output::results::new_run(),
             results,
             max_args_bytes,
             dirs,
@@ -456,7 +456,7 @@ impl RuntimeBuilder {
         Ok(runtime)
     }
 
-    /// Everything this runtime's host trusts on disk (see [`crate::trusted`]), with
+    /// Everything this runtime's host trusts on disk (see [`crate::services::trusted`]), with
     /// `results`, the result store.
     fn trusted_paths(&self, engine: &Engine, results: Option<&ResultStore>) -> TrustedPaths {
         let mut trusted = TrustedPaths::default();

@@ -4,20 +4,20 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::bindings::ToolSpec;
-use crate::cache::CodeCache;
+use crate::artifact::integrity::Pins;
+use crate::artifact::manifest::Manifest;
+use crate::artifact::signature::TrustPolicy;
+use crate::config::grants::{CapabilityPolicy, Grants};
 use crate::engine::Engine;
-use crate::grants::{CapabilityPolicy, Grants};
-use crate::integrity::Pins;
-use crate::manifest::Manifest;
+use crate::engine::cache::CodeCache;
+use crate::runtime::admission::{self, Admission, Code, Refusal};
+use crate::sandbox::wit::ToolSpec;
 use crate::sandbox::{
     self, CodeError, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
 };
-use crate::signature::TrustPolicy;
-use crate::source::{self, Admission, Code, Refusal};
 
 use super::plugin::{PluginEntry, PluginFile};
-use crate::diagnostic::{DiagnosticKind, Severity};
+use crate::runtime::diagnostic::{DiagnosticKind, Severity};
 
 /// What the user's policy says, for every plugin of a runtime.
 pub(super) struct Policy {
@@ -108,7 +108,7 @@ impl Loader {
 
     async fn load(&self, file: &PluginFile) -> LoadReport {
         let read = match read_small(&file.path) {
-            Some(bytes) => Ok(source::admit(
+            Some(bytes) => Ok(admission::admit(
                 &file.path,
                 bytes,
                 file.sidecar,
@@ -118,7 +118,7 @@ impl Loader {
                 let (path, sidecar, policy) =
                     (file.path.clone(), file.sidecar, self.policy.clone());
                 tokio::task::spawn_blocking(move || {
-                    source::read(&path, sidecar, &policy.admission())
+                    admission::read(&path, sidecar, &policy.admission())
                 })
                 .await
             }

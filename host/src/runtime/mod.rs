@@ -13,11 +13,15 @@
 //! `builder` configures and loads; `loader` admits, grants and instantiates one file;
 //! `plugin` checks what a load produced; this module keeps the registry and makes calls.
 
+pub(crate) mod admission;
 mod builder;
+pub(crate) mod diagnostic;
 mod loader;
 mod offered;
 mod plugin;
 mod registry;
+#[cfg(feature = "watch")]
+pub mod reload;
 mod session;
 
 use std::collections::HashMap;
@@ -34,22 +38,22 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::ask::{Questions, Route};
-use crate::envelope::{Envelope, OutputPolicy};
-use crate::fast_map::FastMap;
-use crate::outcome::CallOutcome;
-use crate::output::{self, Kept, OutputLimits};
-use crate::plugin_info::PluginInfo;
+use crate::base::fast_map::FastMap;
+use crate::base::wording::{file_name, json_kind};
+use crate::output::cut::{self, Kept, OutputLimits};
+use crate::output::envelope::{Envelope, OutputPolicy};
+use crate::output::outcome::CallOutcome;
+use crate::output::progress::{self, ProgressReceiver, ProgressUpdates};
+use crate::output::results::{self, ResultError, ResultStore};
+use crate::output::stats::{PluginStats, Stats, ToolMeter};
+use crate::policy::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
-use crate::progress::{self, ProgressReceiver, ProgressUpdates};
-use crate::results::{self, ResultError, ResultStore};
 use crate::sandbox::{Ended, MemoryUse, PluginHandle};
-use crate::stats::{PluginStats, Stats, ToolMeter};
-use crate::strict_schema::drop_optional_nulls;
-use crate::validation::SchemaValidator;
-use crate::wording::{file_name, json_kind};
+use crate::tool::strict_schema::drop_optional_nulls;
+use crate::tool::validation::SchemaValidator;
 
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
-pub use crate::info::{ListedTool, ToolInfo};
+use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+pub use crate::tool::info::{ListedTool, ToolInfo};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use plugin::PluginUpdate;
 pub use session::{Scope, Session};
@@ -189,13 +193,13 @@ impl Runtime {
     }
 
     /// The tool a name calls: an alias, a plain name, a path (`PLUGIN-ID/TOOL`) or the
-    /// wire name of a path (see [`crate::names::wire_name`]).
+    /// wire name of a path (see [`crate::tool::names::wire_name`]).
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
         self.names.resolve(name).map(|index| &self.tools[index])
     }
 
     /// The tag of the envelope around the output of calls made without a session
-    /// (`untrusted_output_NONCE`; see [`crate::envelope`]).
+    /// (`untrusted_output_NONCE`; see [`crate::output::envelope`]).
     pub fn envelope_tag(&self) -> &str {
         self.envelope.tag()
     }
@@ -653,7 +657,7 @@ fn traced() -> bool {
 /// `max_bytes` that satisfies the tool's schema. Returns them as the plugin gets them:
 /// as given (`None`), or without the `null`s a model held to OpenAI's strict mode sends
 /// for optional properties, when only those broke the schema (see
-/// [`crate::strict_schema`]); or what is wrong with them.
+/// [`crate::tool::strict_schema`]); or what is wrong with them.
 fn check_arguments(
     max_bytes: usize,
     args_json: &str,
@@ -664,7 +668,7 @@ fn check_arguments(
         return Err(format!(
             "they are {} bytes; the limit is {}",
             args_json.len(),
-            crate::limits::format_bytes(max_bytes as u64)
+            crate::base::limits::format_bytes(max_bytes as u64)
         ));
     }
     let args = match serde_json::from_str::<serde_json::Value>(args_json) {
@@ -787,7 +791,7 @@ struct Output {
 impl Output {
     /// Whether `outcome` is a result over the limits.
     fn cuts(&self, outcome: &CallOutcome) -> bool {
-        matches!(outcome, CallOutcome::Completed(text) if output::cut(text, &self.limits).is_some())
+        matches!(outcome, CallOutcome::Completed(text) if cut::cut(text, &self.limits).is_some())
     }
 
     /// `outcome` as the model sees it: a result over the limits is cut, with a notice
@@ -796,7 +800,7 @@ impl Output {
         let CallOutcome::Completed(text) = outcome else {
             return outcome;
         };
-        let Some(cut) = output::cut(&text, &self.limits) else {
+        let Some(cut) = cut::cut(&text, &self.limits) else {
             return CallOutcome::Completed(text);
         };
         let id = results::result_id(self.run, call);
@@ -805,10 +809,10 @@ impl Output {
             Err(reason) => Err(reason.to_string()),
         };
         let shown = match &stored {
-            Ok(path) => output::shown(&cut, &Kept::Stored { id: &id, path }),
+            Ok(path) => cut::shown(&cut, &Kept::Stored { id: &id, path }),
             Err(reason) => {
                 tracing::warn!("the whole output of call {call} was not kept: {reason}");
-                output::shown(&cut, &Kept::Lost(reason.clone()))
+                cut::shown(&cut, &Kept::Lost(reason.clone()))
             }
         };
         CallOutcome::Completed(shown)

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use crate::artifact::Artifact;
-use crate::schema;
+use crate::tool::schema;
 
 /// The tool names the plugin file at `path` registers with string literals, in the
 /// order they appear, without repeats; nothing when the file holds no Lua script.

@@ -11,25 +11,25 @@ use std::time::Duration;
 
 use rustix::fs::RawDir;
 
-use crate::bindings::ToolSpec;
+use crate::base::fast_map::FastSet;
+use crate::base::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
 use crate::config::Config;
-use crate::fast_map::FastSet;
-use crate::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
-use crate::names;
-use crate::output::{self, OutputLimits};
+use crate::output::cut::{self, OutputLimits};
+use crate::runtime::admission::{Refusal, Sidecar};
 use crate::sandbox::PluginHandle;
-use crate::schema;
-use crate::schema_budget::{OverBudget, Spending};
-use crate::source::{Refusal, Sidecar};
-use crate::trusted::TrustedPaths;
-use crate::validation::{SchemaValidator, ValidatorCompiler};
+use crate::sandbox::wit::ToolSpec;
+use crate::services::trusted::TrustedPaths;
+use crate::tool::names;
+use crate::tool::schema;
+use crate::tool::schema_budget::{OverBudget, Spending};
+use crate::tool::validation::{SchemaValidator, ValidatorCompiler};
 
 use super::ToolInfo;
 use super::builder::BuildError;
 use super::loader::{LoadReport, Loaded};
 use super::offered;
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
-use crate::plugin_info::PluginInfo;
+use crate::policy::plugin_info::PluginInfo;
+use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 
 /// Where plugins come from: the directories in the order given, then single files.
 pub(super) struct PluginDirs {
@@ -424,7 +424,7 @@ impl ToolChecks<'_> {
             ));
         }
         let max_description = self.config.description_bytes_for(self.plugin, &spec.name);
-        if let Some(cut) = output::cut_description(&spec.description, max_description) {
+        if let Some(cut) = cut::cut_description(&spec.description, max_description) {
             self.warnings.push(Diagnostic {
                 file: self.file.path.clone(),
                 kind: DiagnosticKind::DescriptionCut,

@@ -1,7 +1,7 @@
 //! The names a registered tool answers to, and the names the model sees.
 //!
 //! Every tool answers to its path (`PLUGIN-ID/TOOL`) and to the wire name of its path
-//! ([`crate::names::wire_name`]); the first tool registered under a name also answers
+//! ([`crate::tool::names::wire_name`]); the first tool registered under a name also answers
 //! to that plain name, unless the embedder reserved it; and each `[aliases]` entry adds
 //! a name, which wins over a plain name. A name is looked up in that order: alias,
 //! plain name, path, wire name.
@@ -17,10 +17,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
-use crate::fast_map::FastMap;
-use crate::names::wire_name;
-use crate::wording::file_name;
+use crate::base::fast_map::FastMap;
+use crate::base::wording::file_name;
+use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
+use crate::tool::names::wire_name;
 
 use super::ToolInfo;
 

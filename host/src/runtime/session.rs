@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::CallOutcome;
-use crate::envelope::Envelope;
-use crate::grants::Grants;
-use crate::names::{GlobError, ToolGlob};
+use crate::config::grants::Grants;
+use crate::output::envelope::Envelope;
 use crate::policy::{Approvals, PermissionHandler};
+use crate::tool::names::{GlobError, ToolGlob};
 
 use super::registry::Listing;
 use super::{Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
@@ -136,7 +136,7 @@ impl Scope {
 
 /// One conversation's view of a runtime: the tools in its scope under the names the
 /// model sees, with descriptions it may override, and its own envelope nonce for
-/// untrusted output (see [`crate::envelope`]). Cheap to clone; clones share the view.
+/// untrusted output (see [`crate::output::envelope`]). Cheap to clone; clones share the view.
 ///
 /// A session holds no runtime: pass the one to use to [`Session::tools`] and
 /// [`Session::call`], so that a runtime behind a lock can be reloaded while sessions

@@ -25,9 +25,9 @@ use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::operations::{CallId, OpEvent};
 use super::supervisor::{CallRequest, Ended, Supervisor};
 use crate::ask::Questions;
-use crate::bindings::ToolSpec;
-use crate::outcome::CallOutcome;
-use crate::progress::ProgressSender;
+use crate::output::outcome::CallOutcome;
+use crate::output::progress::ProgressSender;
+use crate::sandbox::wit::ToolSpec;
 
 enum Command {
     Start(CallRequest),

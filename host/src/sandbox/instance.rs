@@ -14,12 +14,14 @@ use super::PluginContext;
 use super::operations::Operations;
 use super::state::StoreState;
 use crate::ask::Questions;
-use crate::bindings::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1, v0_2};
-use crate::clock;
+use crate::base::limits::format_bytes;
 use crate::content::ContentPart;
-use crate::limits::format_bytes;
-use crate::outcome::CrashCause;
-use crate::progress::ProgressSender;
+use crate::output::outcome::CrashCause;
+use crate::output::progress::ProgressSender;
+use crate::sandbox::wit::{
+    self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1, v0_2,
+};
+use crate::services::clock;
 
 /// How much fuel running plugin code burns between two yields to the async executor,
 /// where its hard deadline is checked: a few milliseconds of Lua. Each yield wakes an
@@ -41,7 +43,7 @@ pub struct PluginPre {
 #[derive(Clone)]
 enum WorldExports {
     /// A plugin of the current world.
-    Current(bindings::PluginIndices),
+    Current(wit::PluginIndices),
     /// A plugin built for `toolcell:plugin@0.2.0`.
     V0_2(v0_2::PluginIndices),
     /// A plugin built for `toolcell:plugin@0.1.x`.
@@ -67,7 +69,7 @@ pub struct MemoryUse {
 
 /// A plugin instance's exports, in the world it was built for.
 enum Guest {
-    Current(bindings::Plugin),
+    Current(wit::Plugin),
     V0_2(v0_2::Plugin),
     V0_1(v0_1::Plugin),
 }
@@ -91,7 +93,7 @@ impl PluginPre {
         } else if exports_series("0.2") {
             WorldExports::V0_2(v0_2::PluginIndices::new(&pre)?)
         } else {
-            WorldExports::Current(bindings::PluginIndices::new(&pre)?)
+            WorldExports::Current(wit::PluginIndices::new(&pre)?)
         };
         Ok(PluginPre {
             pre,
@@ -123,7 +125,7 @@ impl PluginPre {
 }
 
 /// The guest's four exports, with an older guest's values converted at the edge (see
-/// `bindings::v0_2`, `bindings::v0_1`). The second value of `start` and `resume` is a 0.1 guest's own
+/// `wit::v0_2`, `wit::v0_1`). The second value of `start` and `resume` is a 0.1 guest's own
 /// words for running out of memory.
 impl Guest {
     async fn load(

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use super::operations::CallId;
-use crate::debug_log::DebugLog;
-use crate::limits::{LogBudget, format_bytes};
-use crate::log_listener::LogListener;
+use crate::base::limits::{LogBudget, format_bytes};
+use crate::services::debug_log::DebugLog;
+use crate::services::log_listener::LogListener;
 
 /// One plugin's log.
 pub struct PluginLog {

@@ -23,6 +23,7 @@ mod operations;
 mod state;
 mod supervisor;
 mod turns;
+pub(crate) mod wit;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -35,11 +36,11 @@ pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
 pub use supervisor::Ended;
 
-use crate::debug_log::DebugLog;
-use crate::files::Files;
-use crate::grants::Grants;
-use crate::http::PluginHttp;
-use crate::log_listener::LogListener;
+use crate::config::grants::Grants;
+use crate::services::debug_log::DebugLog;
+use crate::services::files::Files;
+use crate::services::http::PluginHttp;
+use crate::services::log_listener::LogListener;
 use interrupts::Interrupts;
 use log::PluginLog;
 

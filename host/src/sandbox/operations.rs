@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::AbortHandle;
 
-use crate::bindings::OpOutcome;
-use crate::fast_map::{FastMap, FastSet};
+use crate::base::fast_map::{FastMap, FastSet};
+use crate::sandbox::wit::OpOutcome;
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -305,7 +305,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::{OpKind, Operations, Refused};
-    use crate::bindings::OpOutcome;
+    use crate::sandbox::wit::OpOutcome;
 
     #[test]
     fn no_operation_is_admitted_before_the_actor_connects() {

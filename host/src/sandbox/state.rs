@@ -11,13 +11,15 @@ use super::PluginContext;
 use super::limiter::MemoryCap;
 use super::operations::{OpKind, Operations};
 use crate::ask::{self, Questions, Reply};
-use crate::bindings::{Answer, HttpRequest, HttpResponse, OpOutcome, Plugin, Question, toolcell};
-use crate::bindings::{v0_1, v0_2};
-use crate::clock;
-use crate::fast_map::FastMap;
-use crate::http::{self, Method};
-use crate::limits::prefix_within;
-use crate::progress::{Progress, ProgressSender};
+use crate::base::fast_map::FastMap;
+use crate::base::limits::prefix_within;
+use crate::output::progress::{Progress, ProgressSender};
+use crate::sandbox::wit::{
+    Answer, HttpRequest, HttpResponse, OpOutcome, Plugin, Question, toolcell,
+};
+use crate::sandbox::wit::{v0_1, v0_2};
+use crate::services::clock;
+use crate::services::http::{self, Method};
 
 /// The longest `timeout-note` kept: a sentence, not a payload.
 const MAX_TIMEOUT_NOTE: usize = 1024;

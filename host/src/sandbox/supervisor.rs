@@ -18,10 +18,10 @@ use super::PluginContext;
 use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::operations::{CallId, OpEvent};
 use crate::ask::Questions;
-use crate::fast_map::FastMap;
-use crate::limits::bounded_message;
-use crate::outcome::{CallOutcome, CrashCause, PluginFate};
-use crate::progress::ProgressSender;
+use crate::base::fast_map::FastMap;
+use crate::base::limits::bounded_message;
+use crate::output::outcome::{CallOutcome, CrashCause, PluginFate};
+use crate::output::progress::ProgressSender;
 
 /// How a call ended, and the fuel it burnt (for the runtime's statistics).
 #[derive(Debug)]

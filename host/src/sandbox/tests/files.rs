@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::bindings::toolcell::plugin::host::Host;
-use crate::files::{FileAccess, FileRoot};
 use crate::sandbox::StoreState;
-use crate::trusted::TrustedPaths;
+use crate::sandbox::wit::toolcell::plugin::host::Host;
+use crate::services::files::{FileAccess, FileRoot};
+use crate::services::trusted::TrustedPaths;
 
 /// A store of plugin [`NAME`] granted `access` by the command line, over a root
 /// holding `notes.txt`.

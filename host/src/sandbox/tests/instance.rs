@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::limits::MIB;
-use crate::outcome::{CrashCause, PluginFate};
+use crate::base::limits::MIB;
+use crate::output::outcome::{CrashCause, PluginFate};
 use crate::sandbox::MemoryUse;
 
 /// The crash of a call, as (cause, message); the plugin must have been restarted.

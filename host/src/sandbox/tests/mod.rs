@@ -17,13 +17,13 @@ use tokio::sync::oneshot;
 use wasmtime::component::Component;
 
 use super::{Ended, PluginContext, PluginHandle, PluginPre, SharedServices, spawn_plugin};
+use crate::artifact::manifest::Manifest;
+use crate::base::limits::Limits;
 use crate::config::Config;
+use crate::config::grants::{CapabilityPolicy, CommandLine};
 use crate::engine::{Engine, Options};
-use crate::files::Files;
-use crate::grants::{CapabilityPolicy, CommandLine};
-use crate::limits::Limits;
-use crate::manifest::Manifest;
-use crate::outcome::CallOutcome;
+use crate::output::outcome::CallOutcome;
+use crate::services::files::Files;
 
 /// The plugin shell of the hostile suite: a component of the plugin world around one
 /// core module.
@@ -111,7 +111,7 @@ impl Plugin {
     ) -> (u64, oneshot::Receiver<Ended>) {
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         // The plugin reports no progress: nobody needs to listen.
-        let (progress, _) = crate::progress::channel();
+        let (progress, _) = crate::output::progress::channel();
         let outcome = self
             .handle
             .start(call, tool, args.to_string(), timeout, progress, None);

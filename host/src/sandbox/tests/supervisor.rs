@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::outcome::{CrashCause, PluginFate};
+use crate::output::outcome::{CrashCause, PluginFate};
 
 /// What a trap in the plugin's own code reads as.
 const TRAP: &str = "it aborted (a trap in the plugin's own code)";

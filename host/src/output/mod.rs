@@ -1,0 +1,10 @@
+//! What a call gives back: how it ended (`outcome`), its progress while it runs, what the
+//! model sees of its result (`cut`, `envelope`), the whole output kept in the result
+//! store (`results`), and the per-tool statistics of how calls ended (`stats`).
+
+pub mod cut;
+pub mod envelope;
+pub(crate) mod outcome;
+pub mod progress;
+pub mod results;
+pub mod stats;
