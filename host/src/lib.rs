@@ -13,12 +13,10 @@
 //! `oci`.
 
 pub mod artifact;
-mod ask;
 mod base;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
-mod content;
 pub mod distribution;
 pub mod engine;
 #[cfg(feature = "mcp")]
@@ -44,9 +42,8 @@ pub use runtime::reload;
 pub use services::{files, http, trusted};
 pub use tool::{names, schema, strict_schema};
 
-pub use ask::{Question, QuestionHandler, Reply};
-pub use content::{ContentPart, ResourceContents};
 pub use engine::Engine;
+pub use output::content::{ContentPart, ResourceContents};
 pub use output::outcome::{CallOutcome, CrashCause, PluginFate};
 pub use output::progress::{BadProgress, Progress, ProgressUpdates};
 pub use policy::plugin_info::PluginInfo;
@@ -56,4 +53,5 @@ pub use runtime::{
     RuntimeBuilder, Scope, Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;
+pub use services::ask::{Question, QuestionHandler, Reply};
 pub use services::log_listener::LogListener;

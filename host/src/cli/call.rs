@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::{OutputArgs, PluginArgs, ScopeArgs, prompt, usage_error};
 use crate::base::atomic_file::{Readers, write_atomically};
-use crate::content::{ContentPart, ResourceContents};
+use crate::output::content::{ContentPart, ResourceContents};
 use crate::policy::{Answer, Approvals};
 use crate::{CallOptions, Progress};
 

@@ -241,7 +241,7 @@ mod tests {
             plugin: "p".into(),
             tool: "t".into(),
             message: "Which?".into(),
-            schema: crate::ask::check_schema(schema).unwrap(),
+            schema: crate::services::ask::check_schema(schema).unwrap(),
         }
     }
 

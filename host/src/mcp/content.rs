@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
 
-use crate::content::{self, ContentPart};
+use crate::output::content::{self, ContentPart};
 use crate::output::outcome::CallOutcome;
 
 /// The MCP result of a call that ended with `outcome`.

@@ -8,7 +8,7 @@ use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::Peer;
 
-use crate::ask::{BoxFuture, Question, QuestionHandler, Reply};
+use crate::services::ask::{BoxFuture, Question, QuestionHandler, Reply};
 
 /// Why a session's questions go unanswered when its client cannot be asked.
 const CANNOT_ASK: &str = "the MCP client cannot ask its user (it did not declare form \

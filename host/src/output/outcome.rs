@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use crate::content::{self, ContentPart};
+use crate::output::content::{self, ContentPart};
 
 /// How a call ended.
 ///

@@ -21,10 +21,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::ask::QuestionHandler;
 use crate::config::grants::Grants;
 use crate::config::permissions::Decision;
 use crate::policy::plugin_info::PluginInfo;
+use crate::services::ask::QuestionHandler;
 use crate::tool::info::ToolInfo;
 
 /// The priority of an embedder's resolver unless it says otherwise: before the user's
@@ -104,7 +104,7 @@ pub enum Answer {
 }
 
 /// A boxed future, as permission handlers (and question handlers) return.
-pub use crate::ask::BoxFuture;
+pub use crate::services::ask::BoxFuture;
 
 /// Who answers `ask`: the embedder's `on_permission`, the terminal, an MCP client.
 ///

@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::Questions;
 use crate::output::outcome::CallOutcome;
 use crate::output::progress::ProgressSender;
 use crate::output::stats::{Meters, ToolMeter};
 use crate::policy::plugin_info::PluginInfo;
 use crate::sandbox::{Ended, PluginHandle};
+use crate::services::ask::Questions;
 use crate::tool::info::ToolInfo;
 
 pub use crate::config::permissions::{

@@ -13,7 +13,6 @@ use futures_util::FutureExt;
 use crate::artifact::integrity::Pins;
 use crate::artifact::manifest::sidecar_path;
 use crate::artifact::signature::TrustPolicy;
-use crate::ask::QuestionHandler;
 use crate::base::limits::Limits;
 use crate::config::grants::{CapabilityPolicy, CommandLine};
 use crate::config::{Config, HttpSection};
@@ -29,6 +28,7 @@ use crate::policy::{
 };
 use crate::runtime::admission::Sidecar;
 use crate::sandbox::SharedServices;
+use crate::services::ask::QuestionHandler;
 use crate::services::debug_log::DebugLog;
 use crate::services::files::{FileAccess, FileRoot, Files, RootError};
 use crate::services::http::HostGrant;

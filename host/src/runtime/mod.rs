@@ -37,7 +37,6 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use crate::ask::{Questions, Route};
 use crate::base::fast_map::FastMap;
 use crate::base::wording::{file_name, json_kind};
 use crate::output::cut::{self, Kept, OutputLimits};
@@ -49,6 +48,7 @@ use crate::output::stats::{PluginStats, Stats, ToolMeter};
 use crate::policy::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
 use crate::sandbox::{Ended, MemoryUse, PluginHandle};
+use crate::services::ask::{Questions, Route};
 use crate::tool::strict_schema::drop_optional_nulls;
 use crate::tool::validation::SchemaValidator;
 

@@ -24,10 +24,10 @@ use super::PluginContext;
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::operations::{CallId, OpEvent};
 use super::supervisor::{CallRequest, Ended, Supervisor};
-use crate::ask::Questions;
 use crate::output::outcome::CallOutcome;
 use crate::output::progress::ProgressSender;
 use crate::sandbox::wit::ToolSpec;
+use crate::services::ask::Questions;
 
 enum Command {
     Start(CallRequest),

@@ -13,14 +13,14 @@ use wasmtime::{Store, Trap};
 use super::PluginContext;
 use super::operations::Operations;
 use super::state::StoreState;
-use crate::ask::Questions;
 use crate::base::limits::format_bytes;
-use crate::content::ContentPart;
+use crate::output::content::ContentPart;
 use crate::output::outcome::CrashCause;
 use crate::output::progress::ProgressSender;
 use crate::sandbox::wit::{
     self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1, v0_2,
 };
+use crate::services::ask::Questions;
 use crate::services::clock;
 
 /// How much fuel running plugin code burns between two yields to the async executor,

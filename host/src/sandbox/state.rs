@@ -10,7 +10,6 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::PluginContext;
 use super::limiter::MemoryCap;
 use super::operations::{OpKind, Operations};
-use crate::ask::{self, Questions, Reply};
 use crate::base::fast_map::FastMap;
 use crate::base::limits::prefix_within;
 use crate::output::progress::{Progress, ProgressSender};
@@ -18,6 +17,7 @@ use crate::sandbox::wit::{
     Answer, HttpRequest, HttpResponse, OpOutcome, Plugin, Question, toolcell,
 };
 use crate::sandbox::wit::{v0_1, v0_2};
+use crate::services::ask::{self, Questions, Reply};
 use crate::services::clock;
 use crate::services::http::{self, Method};
 

@@ -17,11 +17,11 @@ use tokio::sync::oneshot;
 use super::PluginContext;
 use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::operations::{CallId, OpEvent};
-use crate::ask::Questions;
 use crate::base::fast_map::FastMap;
 use crate::base::limits::bounded_message;
 use crate::output::outcome::{CallOutcome, CrashCause, PluginFate};
 use crate::output::progress::ProgressSender;
+use crate::services::ask::Questions;
 
 /// How a call ended, and the fuel it burnt (for the runtime's statistics).
 #[derive(Debug)]
