@@ -64,11 +64,7 @@ struct Plugins {
 
 fn plugins() -> Plugins {
     let dir = TempDir::new().expect("temp dir");
-    for (name, source) in [
-        ("notes.lua", NOTES),
-        ("notes.lua.toml", "id = \"acme/notes\"\n"),
-        ("web.lua", WEB),
-    ] {
+    for (name, source) in [("acme+notes.lua", NOTES), ("web.lua", WEB)] {
         std::fs::write(dir.path().join(name), source).expect("write plugin");
     }
     Plugins {

@@ -177,8 +177,7 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory() as plugins_dir, tempfile.TemporaryDirectory() as root:
         plugins = Path(plugins_dir)
-        (plugins / "notes.lua").write_text(NOTES)
-        (plugins / "notes.lua.toml").write_text('id = "acme/notes"\n')
+        (plugins / "acme+notes.lua").write_text(NOTES)
         (plugins / "web.lua").write_text(WEB)
         (plugins / "tally.lua").write_text(TALLY)
         (plugins / "tally.lua.toml").write_text('id = "tally"\n[capabilities]\nfiles = "read-only"\n')

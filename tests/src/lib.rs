@@ -94,10 +94,14 @@ impl Fixture {
     }
 
     /// The file a plugin given as `name` is stored under (`x.lua` becomes `x.wasm`
-    /// when packed).
+    /// when packed: the packed plugin is named after its id, as `toolcell pack` names
+    /// it, the only name it loads under).
     pub fn file_name(&self, name: &str) -> String {
-        match (self.form, name.strip_suffix(".lua")) {
-            (Form::Packed, Some(stem)) => format!("{stem}.wasm"),
+        match (self.form, name.ends_with(".lua")) {
+            (Form::Packed, true) => toolcell::manifest::file_name_of(
+                &toolcell::manifest::lua_id(Path::new(name)),
+                "wasm",
+            ),
             _ => name.to_string(),
         }
     }

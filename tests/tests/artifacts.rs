@@ -25,10 +25,10 @@ end })"#;
 
 fn manifest(id: &str, capabilities: Capabilities) -> Manifest {
     Manifest {
-        id: id.to_string(),
         version: semver::Version::new(1, 0, 0),
         description: format!("the {id} plugin"),
         capabilities,
+        ..Manifest::clm_default(id)
     }
 }
 
@@ -55,8 +55,24 @@ async fn a_packed_plugin_carries_its_manifest_and_the_host_enforces_it() {
         },
     );
     let bytes = pack::pack_lua(HELLO.as_bytes(), &asks).expect("packs");
-    // The file name does not matter: the id comes from the manifest inside.
-    let fixture = fixture_with(&[("dist-build-7.wasm", &bytes)]);
+    // The id comes from the manifest inside, and the file must be named after it.
+    let misnamed = fixture_with(&[("dist-build-7.wasm", &bytes)]);
+    let runtime = misnamed.load().await;
+    let refusals: Vec<(DiagnosticKind, &str)> = runtime
+        .diagnostics()
+        .iter()
+        .map(|diagnostic| (diagnostic.kind, diagnostic.message.as_str()))
+        .collect();
+    assert_eq!(
+        refusals,
+        [(
+            DiagnosticKind::IdMismatch,
+            "plugin dist-build-7.wasm was refused: its manifest claims the id 'greeter', which \
+             is not its file's: a .wasm plugin is named after its id, as `toolcell install` \
+             writes it (greeter.wasm)"
+        )]
+    );
+    let fixture = fixture_with(&[("greeter.wasm", &bytes)]);
     let runtime = fixture.load().await;
     assert!(
         runtime.diagnostics().is_empty(),
@@ -110,11 +126,11 @@ async fn a_lua_file_named_unlike_an_id_has_one_id_when_loaded_inspected_and_pack
 
     let packed = pack::pack_file(&script, None).expect("packs");
     assert_eq!(packed.manifest.id, "hello_world");
-    let diagnostics = pack::check(&packed.bytes, "Hello World.wasm", &engine)
+    let diagnostics = pack::check(&packed.bytes, "hello_world.wasm", &engine)
         .await
         .expect("checks");
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
-    let packed_fixture = fixture_with(&[("Hello World.wasm", &packed.bytes)]);
+    let packed_fixture = fixture_with(&[("hello_world.wasm", &packed.bytes)]);
     let runtime = packed_fixture.load().await;
     assert_eq!(runtime.plugins()[0].manifest.id, "hello_world");
 }
@@ -250,9 +266,9 @@ fn sign(bytes: &[u8], key: &SecretKey) -> Vec<u8> {
 async fn the_trust_policy_admits_signed_plugins_and_refuses_the_rest_when_asked() {
     let (trusted, stranger) = (SecretKey::generate(), SecretKey::generate());
     let fixture = fixture_with(&[
-        ("a_trusted.wasm", &sign(&packed("a-trusted"), &trusted)),
-        ("b_stranger.wasm", &sign(&packed("b-stranger"), &stranger)),
-        ("c_unsigned.wasm", &packed("c-unsigned")),
+        ("a-trusted.wasm", &sign(&packed("a-trusted"), &trusted)),
+        ("b-stranger.wasm", &sign(&packed("b-stranger"), &stranger)),
+        ("c-unsigned.wasm", &packed("c-unsigned")),
     ]);
     fixture.add_plugin("d_script.lua", &HELLO.replace("hello", "script_hello"));
 
@@ -277,7 +293,7 @@ async fn the_trust_policy_admits_signed_plugins_and_refuses_the_rest_when_asked(
     );
     assert_contains(
         &runtime.diagnostics()[0].message,
-        &["b_stranger.wasm", &stranger.public().to_string()],
+        &["b-stranger.wasm", &stranger.public().to_string()],
     );
     assert_contains(
         &runtime.diagnostics()[2].message,
@@ -350,7 +366,7 @@ async fn plugins_built_for_this_wit_version_and_for_0_2_and_0_1_load() {
     );
     // 0.1.x and 0.2.0 run through the frozen worlds the host still links.
     for version in ["0.1.0", "0.1.2", "0.2.0", "0.3.0"] {
-        let file = format!("built_for_{version}.wasm");
+        let file = format!("built-for-{}.wasm", version.replace('.', "-"));
         let fixture = fixture_with(&[(&file, &version_plugin(version))]);
         let runtime = fixture.load().await;
         assert!(
@@ -453,7 +469,7 @@ async fn a_packed_lua_plugin_from_another_toolcell_build_prepares_its_own_runtim
         Artifact::parse(&theirs).expect("parses").code(),
         Artifact::parse(&ours).expect("parses").code()
     );
-    let fixture = fixture_with(&[("theirs.wasm", &theirs)]);
+    let fixture = fixture_with(&[("elsewhere.wasm", &theirs)]);
     let runtime = fixture.load().await;
     assert!(
         runtime.diagnostics().is_empty(),

@@ -46,9 +46,9 @@ fn args(value: serde_json::Value) -> String {
 #[tokio::test]
 async fn a_sidecar_manifest_names_the_plugin_and_limits_its_files_to_reading() {
     let fixture = Fixture::new(&[
-        ("asker.lua", ASKER),
+        ("reader.lua", ASKER),
         (
-            "asker.lua.toml",
+            "reader.lua.toml",
             "id = \"reader\"\nversion = \"1.2.3\"\n[capabilities]\nfiles = \"read-only\"\n",
         ),
     ]);
@@ -366,7 +366,7 @@ async fn the_config_files_default_deadline_applies_to_plain_lua_plugins() {
 }
 
 #[tokio::test]
-async fn a_bad_sidecar_refuses_only_its_plugin() {
+async fn a_bad_sidecar_refuses_only_its_plugin_and_an_unknown_key_is_a_warning() {
     let fixture = Fixture::new(&[
         ("a_bad.lua", ASKER),
         ("a_bad.lua.toml", "id = \"Bad Id\"\n"),
@@ -378,53 +378,99 @@ async fn a_bad_sidecar_refuses_only_its_plugin() {
         ),
     ]);
     let runtime = fixture.load().await;
-    let refusals: Vec<_> = runtime
+    let diagnostics: Vec<_> = runtime
         .diagnostics()
         .iter()
         .map(|d| (d.kind, d.severity, d.message.clone()))
         .collect();
-    assert_eq!(refusals.len(), 2, "{refusals:?}");
-    assert_eq!(refusals[0].0, DiagnosticKind::ManifestInvalid);
-    assert_eq!(refusals[0].1, Severity::Error);
+    assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].0, DiagnosticKind::ManifestInvalid);
+    assert_eq!(diagnostics[0].1, Severity::Error);
     assert_contains(
-        &refusals[0].2,
+        &diagnostics[0].2,
         &["a_bad.lua", "a_bad.lua.toml", "\"Bad Id\""],
     );
-    assert_eq!(refusals[1].0, DiagnosticKind::ManifestInvalid);
-    assert_contains(&refusals[1].2, &["b_typo.lua.toml", "unknown field `file`"]);
+    // The misspelt key is ignored, and said: the plugin loads without what it meant to
+    // ask for (a sidecar's omitted `files` asks for none).
+    assert_eq!(diagnostics[1].0, DiagnosticKind::ManifestUnknownKey);
+    assert_eq!(diagnostics[1].1, Severity::Warning);
+    assert_contains(
+        &diagnostics[1].2,
+        &["b_typo.lua", "b_typo.lua.toml", "`capabilities.file`"],
+    );
     assert_eq!(output(&runtime, "fine", "{}").await, "fine");
+    std::fs::write(fixture.root().join("note.txt"), "hi").expect("write");
+    assert_contains(
+        &failure(&runtime, "b_typo/read", r#"{"path":"note.txt"}"#).await,
+        &["plugin 'b_typo' has no file access"],
+    );
 }
 
 #[tokio::test]
-async fn two_plugins_with_one_id_keep_the_first() {
+async fn two_files_with_one_id_are_both_refused_and_a_claimed_id_is_refused() {
     let fixture = Fixture::new(&[
         (
-            "a.lua",
-            r#"clm.tool_register("from_a", { invoke = function(_, ctx) ctx:complete("a") end })"#,
+            "notes.lua",
+            r#"clm.tool_register("from_lower", { invoke = function(_, ctx) ctx:complete("a") end })"#,
         ),
-        ("a.lua.toml", "id = \"same\"\n"),
         (
-            "b.lua",
-            r#"clm.tool_register("from_b", { invoke = function(_, ctx) ctx:complete("b") end })"#,
+            "Notes.lua",
+            r#"clm.tool_register("from_upper", { invoke = function(_, ctx) ctx:complete("b") end })"#,
         ),
-        ("b.lua.toml", "id = \"same\"\n"),
+        (
+            "helper.lua",
+            r#"clm.tool_register("helper", { invoke = function(_, ctx) ctx:complete("c") end })"#,
+        ),
+        ("helper.lua.toml", "id = \"weather\"\n"),
+        (
+            "weather.lua",
+            r#"clm.tool_register("forecast", { invoke = function(_, ctx) ctx:complete("sun") end })"#,
+        ),
     ]);
     let runtime = fixture.load().await;
-    let collision = &runtime.diagnostics()[0];
-    assert_eq!(collision.kind, DiagnosticKind::IdCollision);
-    assert_contains(&collision.message, &["b.lua", "'same'", "a.lua"]);
-    assert_eq!(output(&runtime, "from_a", "{}").await, "a");
-    assert!(runtime.tool("from_b").is_none());
+    let refusals: Vec<(DiagnosticKind, &str)> = runtime
+        .diagnostics()
+        .iter()
+        .map(|diagnostic| (diagnostic.kind, diagnostic.message.as_str()))
+        .collect();
+    assert_eq!(
+        refusals,
+        [
+            (
+                DiagnosticKind::IdCollision,
+                "plugin Notes.lua was refused: its name gives the id 'notes', as the name of \
+                 plugin notes.lua does; an id names one plugin, so none of them is loaded \
+                 (rename all but one)"
+            ),
+            (
+                DiagnosticKind::IdMismatch,
+                "plugin helper.lua was refused: its manifest helper.lua.toml claims the id \
+                 'weather', but a .lua plugin's id is its file name's, 'helper' (name the file \
+                 weather.lua, or leave `id` out of the manifest); 'weather' is the id of plugin \
+                 weather.lua"
+            ),
+            (
+                DiagnosticKind::IdCollision,
+                "plugin notes.lua was refused: its name gives the id 'notes', as the name of \
+                 plugin Notes.lua does; an id names one plugin, so none of them is loaded \
+                 (rename all but one)"
+            ),
+        ]
+    );
+    assert!(runtime.tool("from_lower").is_none() && runtime.tool("from_upper").is_none());
+    assert!(runtime.tool("helper").is_none());
+    assert_eq!(output(&runtime, "forecast", "{}").await, "sun");
+    assert_eq!(runtime.plugins().len(), 1, "weather alone holds its id");
 }
 
 #[tokio::test]
 async fn configuration_is_found_by_the_plugin_id() {
     let fixture = Fixture::new(&[
         (
-            "file_name.lua",
+            "greeter.lua",
             r#"clm.tool_register("show", { invoke = function(_, ctx) ctx:complete(tostring(clm.config.greeting)) end })"#,
         ),
-        ("file_name.lua.toml", "id = \"greeter\"\n"),
+        ("greeter.lua.toml", "id = \"greeter\"\n"),
     ]);
     let config = Config::parse("[tools.greeter]\ngreeting = \"hi\"\n").expect("config");
     let runtime = fixture.load_with(|builder| builder.config(config)).await;

@@ -292,22 +292,43 @@ async fn a_changed_sidecar_manifest_reloads_its_script() {
     let mut runtime = fixture.load().await;
     assert_eq!(runtime.plugins()[0].manifest.id, "word");
 
-    fixture.add_plugin("word.lua.toml", "id = \"renamed\"\nversion = \"2.0.0\"\n");
+    fixture.add_plugin(
+        "word.lua.toml",
+        "version = \"2.0.0\"\n[capabilities]\nfiles = \"read-only\"\n",
+    );
     assert_eq!(
         reload(&mut runtime, &fixture, "word.lua.toml").await,
         vec![]
     );
 
-    let manifest = &runtime.plugins()[0].manifest;
+    let plugin = &runtime.plugins()[0];
     assert_eq!(
-        (manifest.id.as_str(), manifest.version.to_string()),
-        ("renamed", "2.0.0".to_string())
+        (
+            plugin.manifest.id.as_str(),
+            plugin.manifest.version.to_string()
+        ),
+        ("word", "2.0.0".to_string())
     );
-    assert_eq!(
-        runtime.tool("word").map(|tool| tool.plugin.as_str()),
-        Some("renamed")
-    );
+    assert!(!plugin.grants.may_write_files());
     assert_eq!(output(&runtime, "word", "{}").await, "same");
+}
+
+#[tokio::test]
+async fn a_file_added_with_the_id_of_a_loaded_plugin_refuses_both() {
+    let fixture = Fixture::new(&[("word.lua", &answer("word", "first"))]);
+    let mut runtime = fixture.load().await;
+    assert_eq!(output(&runtime, "word", "{}").await, "first");
+
+    fixture.add_plugin("Word.lua", &answer("other", "second"));
+    let diagnostics = reload(&mut runtime, &fixture, "Word.lua").await;
+    let kinds: Vec<DiagnosticKind> = diagnostics.iter().map(|d| d.kind).collect();
+    assert_eq!(
+        kinds,
+        [DiagnosticKind::IdCollision, DiagnosticKind::IdCollision],
+        "{diagnostics:?}"
+    );
+    assert!(runtime.plugins().is_empty());
+    assert!(runtime.tool("word").is_none() && runtime.tool("other").is_none());
 }
 
 #[tokio::test]

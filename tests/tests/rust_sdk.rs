@@ -22,7 +22,7 @@ fn fixture() -> Fixture {
     )]);
     std::fs::copy(
         guest_build::rust_example(),
-        fixture.plugin_dir().join("rust_example.wasm"),
+        fixture.plugin_dir().join("rust-example.wasm"),
     )
     .expect("copy the built plugin");
     fixture

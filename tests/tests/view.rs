@@ -38,8 +38,6 @@ clm.tool_register("reindex", {
 })
 "#;
 
-const NOTES_MANIFEST: &str = "id = \"acme/notes\"\n";
-
 /// `web`: a second `search`, and tools whose output is hostile or says what clm.config
 /// holds.
 const WEB: &str = r#"
@@ -60,11 +58,7 @@ clm.tool_register("config", {
 "#;
 
 fn fixture() -> Fixture {
-    Fixture::new(&[
-        ("notes.lua", NOTES),
-        ("notes.lua.toml", NOTES_MANIFEST),
-        ("web.lua", WEB),
-    ])
+    Fixture::new(&[("acme+notes.lua", NOTES), ("web.lua", WEB)])
 }
 
 async fn run(call: toolcell::Call) -> CallOutcome {
@@ -93,7 +87,7 @@ async fn every_tool_answers_to_its_path_and_a_second_registration_is_kept() {
     let fixture = fixture();
     let runtime = fixture.load().await;
 
-    // acme/notes (notes.lua) loads before web (web.lua): its `search` keeps the name.
+    // acme/notes (acme+notes.lua) loads before web (web.lua): its `search` keeps the name.
     assert_eq!(output(&runtime, "search", "{}").await, "notes search");
     assert_eq!(
         output(&runtime, "acme/notes/search", "{}").await,

@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::{Readers, environment, usage_error, write_atomically};
 use crate::Severity;
+use crate::artifact::manifest;
 use crate::distribution::pack;
 use crate::engine::Options;
 use crate::engine::cache::sha256_hex;
@@ -16,8 +17,8 @@ use crate::engine::cache::sha256_hex;
 pub(super) struct PackArgs {
     /// The plugin: a .lua script, or a .wasm component.
     input: PathBuf,
-    /// Where to write the artifact [default: NAME.wasm beside a .lua; the input itself
-    /// for a .wasm]
+    /// Where to write the artifact [default: beside a .lua, ID.wasm (`acme+notes.wasm`
+    /// for `acme/notes`), the only name it loads under; the input itself for a .wasm]
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// The manifest (TOML) to embed [default: NAME.lua.toml beside a .lua if present,
@@ -39,9 +40,11 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: PackArgs) -> ExitCod
         .input
         .extension()
         .is_some_and(|extension| extension == "lua");
+    // Beside a .lua, the file name the id loads under (`acme+notes.wasm`).
     let output = args.output.unwrap_or_else(|| {
         if is_lua {
-            args.input.with_extension("wasm")
+            args.input
+                .with_file_name(manifest::file_name_of(&packed.manifest.id, "wasm"))
         } else {
             args.input.clone()
         }
@@ -89,6 +92,17 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: PackArgs) -> ExitCod
     }
     if let Err(error) = write_atomically(&output, &packed.bytes, Readers::Everyone) {
         return usage_error(&error.to_string());
+    }
+    let loads_as = manifest::file_name_of(&packed.manifest.id, "wasm");
+    if output
+        .file_name()
+        .is_some_and(|name| name != loads_as.as_str())
+    {
+        eprintln!(
+            "warning: {} does not load under this name: a .wasm plugin is named after its id, \
+             {loads_as}",
+            output.display()
+        );
     }
     if packed.dropped_signatures > 0 {
         eprintln!(

@@ -1,20 +1,21 @@
-//! Pulling from a registry with every response bounded by size and time.
+//! Talking to a registry with every response bounded by size and time.
 //!
 //! `oci-client` reads whole bodies (manifests, tokens, error bodies) into memory
 //! without a limit, so a hostile registry could serve a manifest of gigabytes, and a
-//! body trickled a byte at a time never ends; it has no hook to bound them. A pull is
-//! three kinds of request, which this module makes itself with reqwest: the manifest
-//! (with the registry's token challenge, RFC 6750 and the Docker token protocol, when
-//! it asks for one), and the component's blob. Each response is read chunk by chunk
-//! against a byte limit and a deadline ([`Timeouts`]); a blob is also held to its
-//! declared size, both ways, and to its digest.
+//! body trickled a byte at a time never ends; it has no hook to bound them. So this
+//! module makes the few requests of the OCI distribution protocol toolcell needs itself,
+//! with reqwest: a pull's manifest and component blob, a push's blob uploads and
+//! manifest, each answering the registry's token challenge (RFC 6750 and the Docker
+//! token protocol) when it asks. Each response is read chunk by chunk against a byte
+//! limit and a deadline ([`Timeouts`]); a pulled blob is also held to its declared
+//! size, both ways, and to its digest.
 
 use std::time::Duration;
 
 use oci_client::Reference;
 use oci_client::secrets::RegistryAuth;
-use reqwest::header::{ACCEPT, WWW_AUTHENTICATE};
-use reqwest::{Client, RequestBuilder, Response, StatusCode, Url};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
+use reqwest::{Client, Method, RequestBuilder, Response, StatusCode, Url};
 use tokio::time::Instant;
 
 use crate::engine::cache::sha256_hex;
@@ -31,6 +32,9 @@ pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a component's blob may take to arrive whole.
 pub const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The content type of a blob upload.
+const OCTET_STREAM: &str = "application/octet-stream";
 
 /// At most this much of an error body is quoted.
 const QUOTED_BYTES: usize = 300;
@@ -128,9 +132,63 @@ impl Fetcher {
         Ok(bytes)
     }
 
-    /// GETs `url`, answering the registry's authentication challenge once.
+    /// Uploads the blob `bytes` as `digest` (a monolithic upload: POST, then PUT).
+    pub async fn upload(&mut self, digest: &str, bytes: &[u8]) -> Result<(), String> {
+        let start = format!("{}/v2/{}/blobs/uploads/", self.base, self.repository);
+        let empty = Some((OCTET_STREAM, &[][..]));
+        let response = self
+            .request(Method::POST, &start, "*/*", empty, self.timeouts.response)
+            .await?;
+        let location = response
+            .headers()
+            .get(LOCATION)
+            .and_then(|value| value.to_str().ok())
+            .ok_or("the registry started an upload without a Location")?;
+        let url = if location.starts_with('/') {
+            format!("{}{location}", self.base)
+        } else {
+            location.to_string()
+        };
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let url = format!("{url}{separator}digest={digest}");
+        let body = Some((OCTET_STREAM, bytes));
+        self.request(Method::PUT, &url, "*/*", body, self.timeouts.transfer)
+            .await?;
+        Ok(())
+    }
+
+    /// Stores `manifest` (of `media_type`) under `tag`.
+    pub async fn put_manifest(
+        &mut self,
+        tag: &str,
+        media_type: &'static str,
+        manifest: &[u8],
+    ) -> Result<(), String> {
+        let url = format!("{}/v2/{}/manifests/{tag}", self.base, self.repository);
+        let body = Some((media_type, manifest));
+        self.request(Method::PUT, &url, "*/*", body, self.timeouts.response)
+            .await?;
+        Ok(())
+    }
+
+    /// GETs `url`.
     async fn get(&mut self, url: &str, accept: &str) -> Result<Response, String> {
-        let response = self.send(url, accept).await?;
+        self.request(Method::GET, url, accept, None, self.timeouts.response)
+            .await
+    }
+
+    /// Sends a request, answering the registry's authentication challenge once; the
+    /// response if it succeeded, else what the registry said. `timeout` bounds the
+    /// wait for the response's head (the body, if any, is sent before it).
+    async fn request(
+        &mut self,
+        method: Method,
+        url: &str,
+        accept: &str,
+        body: Option<(&'static str, &[u8])>,
+        timeout: Duration,
+    ) -> Result<Response, String> {
+        let response = self.send(&method, url, accept, body, timeout).await?;
         if response.status() != StatusCode::UNAUTHORIZED || self.token.is_some() {
             return self.success(response).await;
         }
@@ -142,7 +200,7 @@ impl Fetcher {
         match challenge.as_deref().and_then(bearer_challenge) {
             Some(challenge) => {
                 self.token = Some(self.token_for(&challenge).await?);
-                let response = self.send(url, accept).await?;
+                let response = self.send(&method, url, accept, body, timeout).await?;
                 self.success(response).await
             }
             None => self.success(response).await,
@@ -151,17 +209,28 @@ impl Fetcher {
 
     fn send(
         &self,
+        method: &Method,
         url: &str,
         accept: &str,
+        body: Option<(&'static str, &[u8])>,
+        timeout: Duration,
     ) -> impl Future<Output = Result<Response, String>> + use<> {
-        let mut request = self.client.get(url).header(ACCEPT, accept);
+        let mut request = self
+            .client
+            .request(method.clone(), url)
+            .header(ACCEPT, accept);
+        if let Some((content_type, bytes)) = body {
+            request = request
+                .header(CONTENT_TYPE, content_type)
+                .body(bytes.to_vec());
+        }
         request = match (&self.token, &self.auth) {
             (Some(token), _) => request.bearer_auth(token),
             (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
             (None, RegistryAuth::Bearer(token)) => request.bearer_auth(token),
             (None, RegistryAuth::Anonymous) => request,
         };
-        sent(request, self.timeouts.response)
+        sent(request, timeout)
     }
 
     /// `response` if it succeeded; else what the registry said, its body bounded.

@@ -34,7 +34,7 @@ impl Verified {
     /// a namespaced id written `+` (`acme/notes` → `acme+notes.wasm`), a character no
     /// id contains.
     pub fn file_name(&self) -> String {
-        format!("{}.wasm", self.manifest.id.replace('/', "+"))
+        crate::manifest::file_name_of(&self.manifest.id, "wasm")
     }
 }
 

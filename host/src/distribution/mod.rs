@@ -10,9 +10,9 @@
 //!   file, never logged;
 //! - `layout`: the CNCF Wasm OCI artifact layout (config
 //!   `application/vnd.wasm.config.v0+json`, one `application/wasm` layer);
-//! - `registry`: one push (through `oci-client`) or pull;
-//! - `fetch`: a pull's requests, every response bounded by size and time, a layer held
-//!   to its declared size and digest;
+//! - `registry`: one push or pull;
+//! - `fetch`: their requests, every response bounded by size and time, a pulled layer
+//!   held to its declared size and digest;
 //! - `install`: the checks a pulled file passes before it is written, `pull` into a
 //!   directory, `install` with its lock record, and the re-install of a lock file;
 //! - `lock`: the install records in the lock file that `--lock` reads.

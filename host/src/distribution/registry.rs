@@ -1,14 +1,11 @@
-//! Pushing and pulling one plugin artifact: a push through `oci-client` (the ORAS
-//! project's OCI distribution client), to the registry the user chose; a pull through
-//! `fetch`, which bounds every response of a registry that may be anyone's.
+//! Pushing and pulling one plugin artifact, through `fetch`, which bounds every
+//! response of a registry (one a reference or a committed lock file names may be
+//! anyone's).
 
 use std::time::Duration;
 
-use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::manifest::OciImageManifest;
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, RegistryOperation};
-use reqwest::header::HeaderValue;
 
 use super::fetch::{Fetcher, Timeouts, describe};
 use super::layout::{self, MANIFEST_MEDIA_TYPE};
@@ -39,7 +36,7 @@ pub struct RegistryOptions {
     pub plain_http: bool,
     /// The largest artifact pulled.
     pub max_artifact_bytes: u64,
-    /// How long a pull's responses may take to arrive whole.
+    /// How long responses may take to arrive whole.
     pub timeouts: Timeouts,
 }
 
@@ -76,59 +73,30 @@ pub struct Pulled {
     pub bytes: Vec<u8>,
 }
 
-/// A client for the registry of one reference.
-struct Session {
-    client: Client,
-    reference: ArtifactRef,
-}
-
-impl Session {
-    /// Connects to `reference`'s registry with the user's credentials for it.
-    async fn open(
-        reference: &ArtifactRef,
-        options: &RegistryOptions,
-        operation: RegistryOperation,
-    ) -> Result<Session, DistributionError> {
-        let protocol = if options.plain_http {
-            ClientProtocol::Http
-        } else if reference.is_loopback() {
-            ClientProtocol::HttpsExcept(vec![reference.registry().to_string()])
-        } else {
-            ClientProtocol::Https
-        };
-        let config = ClientConfig {
-            protocol,
-            connect_timeout: Some(CONNECT_TIMEOUT),
-            read_timeout: Some(READ_TIMEOUT),
-            // A plugin artifact is one manifest, never an index to choose from.
-            platform_resolver: None,
-            user_agent: USER_AGENT,
-            ..ClientConfig::default()
-        };
-        let client = Client::try_from(config).map_err(|error| DistributionError::Registry {
+/// A client for `reference`'s repository with the user's credentials for its
+/// registry, over plain HTTP for this machine's registries or with `--plain-http`.
+fn fetcher_for(
+    reference: &ArtifactRef,
+    options: &RegistryOptions,
+) -> Result<Fetcher, DistributionError> {
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .user_agent(USER_AGENT)
+        .build()
+        .map_err(|error| DistributionError::Registry {
             reference: reference.to_string(),
             why: describe(&error),
         })?;
-        let (auth, source) = credentials::for_registry(reference.registry())?;
-        log_credentials(reference, &auth, &source);
-        let session = Session {
-            client,
-            reference: reference.clone(),
-        };
-        session
-            .client
-            .auth(reference.oci_client_reference(), &auth, operation)
-            .await
-            .map_err(|error| session.error(&error))?;
-        Ok(session)
-    }
-
-    fn error(&self, error: &oci_client::errors::OciDistributionError) -> DistributionError {
-        DistributionError::Registry {
-            reference: self.reference.to_string(),
-            why: describe(error),
-        }
-    }
+    let (auth, source) = credentials::for_registry(reference.registry())?;
+    log_credentials(reference, &auth, &source);
+    Ok(Fetcher::new(
+        client,
+        reference.oci_client_reference(),
+        options.plain_http || reference.is_loopback(),
+        auth,
+        options.timeouts,
+    ))
 }
 
 /// Says (at `info`) which credentials go to `reference`'s registry.
@@ -174,29 +142,26 @@ pub async fn push(
     let plugin = Manifest::parse_bytes(manifest_bytes)
         .map_err(|error| DistributionError::NotAPlugin(format!("its manifest: {error}")))?;
     let image = layout::image(bytes, &artifact, &plugin)?;
-    let session = Session::open(reference, options, RegistryOperation::Push).await?;
-    let target = reference.oci_client_reference();
+    let failed = |why: String| DistributionError::Registry {
+        reference: reference.to_string(),
+        why,
+    };
+    let mut fetcher = fetcher_for(reference, options)?;
     let config_digest = format!("sha256:{}", sha256_hex(&image.config));
-    session
-        .client
-        .push_blob(target, bytes.to_vec(), &image.layer_digest)
+    fetcher
+        .upload(&image.layer_digest, bytes)
         .await
-        .map_err(|error| session.error(&error))?;
-    session
-        .client
-        .push_blob(target, image.config.clone(), &config_digest)
+        .map_err(|why| failed(format!("uploading the component failed: {why}")))?;
+    fetcher
+        .upload(&config_digest, &image.config)
         .await
-        .map_err(|error| session.error(&error))?;
+        .map_err(|why| failed(format!("uploading the config failed: {why}")))?;
     let digest = format!("sha256:{}", sha256_hex(&image.manifest));
-    session
-        .client
-        .push_manifest_raw(
-            target,
-            image.manifest,
-            HeaderValue::from_static(MANIFEST_MEDIA_TYPE),
-        )
+    let tag = reference.oci_client_reference().tag().unwrap_or("latest");
+    fetcher
+        .put_manifest(tag, MANIFEST_MEDIA_TYPE, &image.manifest)
         .await
-        .map_err(|error| session.error(&error))?;
+        .map_err(|why| failed(format!("storing the manifest failed: {why}")))?;
     Ok(Pushed {
         reference: reference.pinned(&digest),
         digest,
@@ -216,22 +181,8 @@ pub async fn pull(
         reference: reference.to_string(),
         why,
     };
-    let client = reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
-        .user_agent(USER_AGENT)
-        .build()
-        .map_err(|error| failed(describe(&error)))?;
-    let (auth, source) = credentials::for_registry(reference.registry())?;
-    log_credentials(reference, &auth, &source);
+    let mut fetcher = fetcher_for(reference, options)?;
     let target = reference.oci_client_reference();
-    let mut fetcher = Fetcher::new(
-        client,
-        target,
-        options.plain_http || reference.is_loopback(),
-        auth,
-        options.timeouts,
-    );
     let tag_or_digest = match (target.digest(), target.tag()) {
         (Some(digest), _) => digest,
         (None, Some(tag)) => tag,

@@ -6,7 +6,10 @@
 //!    trust policy (`signature`), the WIT version it was built for (`wit_version`), and
 //!    its manifest (`manifest`);
 //! 3. for a `.lua`: its sidecar manifest if it has one, else clm's defaults; a `.lua`
-//!    cannot be signed, so it is unsigned to the trust policy.
+//!    cannot be signed, so it is unsigned to the trust policy;
+//! 4. that the id it claims is its file name's (`manifest::lua_id`,
+//!    `manifest::file_name_of`): a plugin cannot take another file's id, and with it
+//!    that plugin's settings, grants and data directory.
 //!
 //! A refusal carries the diagnostic kind that names the failed check.
 
@@ -80,12 +83,19 @@ pub(crate) struct Refusal {
     pub kind: DiagnosticKind,
     /// One line: what and why.
     pub message: String,
+    /// The id the file claimed without holding it (`id_mismatch`): the registry names
+    /// the plugin that does hold it, if one is loaded.
+    pub claimed_id: Option<String>,
 }
 
-fn refuse(kind: DiagnosticKind, message: impl Into<String>) -> Refusal {
-    Refusal {
-        kind,
-        message: message.into(),
+impl Refusal {
+    /// A refusal by the check `kind`, for the reason `message`.
+    pub fn new(kind: DiagnosticKind, message: impl Into<String>) -> Refusal {
+        Refusal {
+            kind,
+            message: message.into(),
+            claimed_id: None,
+        }
     }
 }
 
@@ -114,7 +124,7 @@ pub(crate) fn read(
     admission: &Admission<'_>,
 ) -> Result<Source, Refusal> {
     let bytes = std::fs::read(path).map_err(|error| {
-        refuse(
+        Refusal::new(
             DiagnosticKind::LoadFailed,
             format!("cannot read the file: {error}"),
         )
@@ -133,12 +143,33 @@ pub(crate) fn admit(
         admission
             .pins
             .check(path, &sha256_hex(&bytes))
-            .map_err(|mismatch| refuse(DiagnosticKind::DigestMismatch, mismatch.to_string()))?;
+            .map_err(|mismatch| {
+                Refusal::new(DiagnosticKind::DigestMismatch, mismatch.to_string())
+            })?;
     }
     if path.extension().is_some_and(|extension| extension == "lua") {
         read_lua(path, bytes, sidecar, admission)
     } else {
-        admit_component(&bytes, admission)
+        let source = admit_component(&bytes, admission)?;
+        let id = &source.manifest.id;
+        let expected = manifest::file_name_of(id, "wasm");
+        if path
+            .file_name()
+            .is_none_or(|name| name != expected.as_str())
+        {
+            return Err(Refusal {
+                claimed_id: Some(id.clone()),
+                ..Refusal::new(
+                    DiagnosticKind::IdMismatch,
+                    format!(
+                        "its manifest claims the id '{id}', which is not its file's: a .wasm \
+                         plugin is named after its id, as `toolcell install` writes it \
+                         ({expected})"
+                    ),
+                )
+            });
+        }
+        Ok(source)
     }
 }
 
@@ -149,7 +180,7 @@ fn read_lua(
     admission: &Admission<'_>,
 ) -> Result<Source, Refusal> {
     if admission.trust.unsigned == UnsignedPolicy::Refuse {
-        return Err(refuse(
+        return Err(Refusal::new(
             DiagnosticKind::SignatureMissing,
             "a .lua file cannot be signed and the trust policy refuses unsigned plugins \
              (pack it with `toolcell pack`, then `toolcell sign` the .wasm)",
@@ -157,7 +188,7 @@ fn read_lua(
     }
     let sidecar = match sidecar {
         Sidecar::Unknown => manifest::read_sidecar(path)
-            .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?,
+            .map_err(|error| Refusal::new(DiagnosticKind::ManifestInvalid, error.to_string()))?,
         Sidecar::NotListed => None,
     };
     if let Some(sidecar) = &sidecar {
@@ -165,20 +196,47 @@ fn read_lua(
             .pins
             .check(&sidecar.path, &sha256_hex(&sidecar.bytes))
             .map_err(|mismatch| {
-                refuse(
+                Refusal::new(
                     DiagnosticKind::DigestMismatch,
                     format!("its manifest {}: {mismatch}", file_name(&sidecar.path)),
                 )
             })?;
     }
     let manifest = manifest::lua_plugin_manifest(path, sidecar.as_ref())
-        .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?;
+        .map_err(|error| Refusal::new(DiagnosticKind::ManifestInvalid, error.to_string()))?;
+    let own = manifest::lua_id(path);
+    if manifest.id != own
+        && let Some(sidecar) = &sidecar
+    {
+        return Err(Refusal {
+            claimed_id: Some(manifest.id.clone()),
+            ..Refusal::new(
+                DiagnosticKind::IdMismatch,
+                format!(
+                    "its manifest {} claims the id '{}', but a .lua plugin's id is its file \
+                     name's, '{own}' (name the file {}, or leave `id` out of the manifest)",
+                    file_name(&sidecar.path),
+                    manifest.id,
+                    manifest::file_name_of(&manifest.id, "lua")
+                ),
+            )
+        });
+    }
+    let warnings = sidecar
+        .and_then(|sidecar| {
+            unknown_keys(
+                &manifest,
+                &format!("its manifest {}", file_name(&sidecar.path)),
+            )
+        })
+        .into_iter()
+        .collect();
     Ok(Source {
         manifest,
         code: Code::EmbeddedLua,
         script: Some(script),
         signer: None,
-        warnings: Vec::new(),
+        warnings,
     })
 }
 
@@ -186,17 +244,17 @@ fn read_lua(
 /// `pull` run on a downloaded artifact before they write it.
 pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result<Source, Refusal> {
     let artifact = Artifact::parse(bytes)
-        .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?;
+        .map_err(|error| Refusal::new(DiagnosticKind::LoadFailed, error.to_string()))?;
     let mut warnings = Vec::new();
     let refuses_unsigned = admission.trust.unsigned == UnsignedPolicy::Refuse;
     // The trusted signer, or why no trusted key vouches for a signed artifact.
     let (signer, untrusted) = match admission.trust.judge(&artifact) {
         Verdict::Trusted(key) => (Some(key), None),
         Verdict::Invalid(message) => {
-            return Err(refuse(DiagnosticKind::SignatureInvalid, message));
+            return Err(Refusal::new(DiagnosticKind::SignatureInvalid, message));
         }
         Verdict::Unsigned if refuses_unsigned => {
-            return Err(refuse(
+            return Err(Refusal::new(
                 DiagnosticKind::SignatureMissing,
                 "it is not signed and the trust policy refuses unsigned plugins \
                  ([trust] unsigned = \"refuse\")",
@@ -220,7 +278,7 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
     };
     if let Some(message) = untrusted {
         if refuses_unsigned {
-            return Err(refuse(DiagnosticKind::SignatureUntrusted, message));
+            return Err(Refusal::new(DiagnosticKind::SignatureUntrusted, message));
         }
         warnings.push((
             DiagnosticKind::SignatureUntrusted,
@@ -230,14 +288,14 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
     }
     let version = artifact
         .wit_version()
-        .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
+        .map_err(|error| Refusal::new(DiagnosticKind::WitMismatch, error.to_string()))?;
     wit_version::check(&version)
-        .map_err(|error| refuse(DiagnosticKind::WitMismatch, error.to_string()))?;
+        .map_err(|error| Refusal::new(DiagnosticKind::WitMismatch, error.to_string()))?;
     let manifest_bytes = artifact
         .manifest()
-        .map_err(|error| refuse(DiagnosticKind::ManifestInvalid, error.to_string()))?
+        .map_err(|error| Refusal::new(DiagnosticKind::ManifestInvalid, error.to_string()))?
         .ok_or_else(|| {
-            refuse(
+            Refusal::new(
                 DiagnosticKind::ManifestMissing,
                 format!(
                     "it carries no manifest (a `{}` custom section); add one with \
@@ -247,14 +305,15 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
             )
         })?;
     let manifest = Manifest::parse_bytes(manifest_bytes).map_err(|error| {
-        refuse(
+        Refusal::new(
             DiagnosticKind::ManifestInvalid,
             format!("its manifest: {error}"),
         )
     })?;
+    warnings.extend(unknown_keys(&manifest, "its manifest"));
     let script = artifact
         .script()
-        .map_err(|error| refuse(DiagnosticKind::LoadFailed, error.to_string()))?
+        .map_err(|error| Refusal::new(DiagnosticKind::LoadFailed, error.to_string()))?
         .map(<[u8]>::to_vec);
     let code = artifact.code();
     // A packed Lua plugin whose guest is this toolcell's own runs on the guest already
@@ -274,4 +333,26 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
         signer,
         warnings,
     })
+}
+
+/// The warning about the keys `manifest` (`whose`, as a message names it) has that
+/// toolcell does not know, if it has any: ignored, so that a plugin written for a newer
+/// manifest format still loads, but said, since one may be a typo.
+fn unknown_keys(manifest: &Manifest, whose: &str) -> Option<(DiagnosticKind, Severity, String)> {
+    if manifest.unknown_keys.is_empty() {
+        return None;
+    }
+    let keys: Vec<String> = manifest
+        .unknown_keys
+        .iter()
+        .map(|key| format!("`{key}`"))
+        .collect();
+    Some((
+        DiagnosticKind::ManifestUnknownKey,
+        Severity::Warning,
+        format!(
+            "{whose} has keys toolcell does not know, which it ignores: {}",
+            keys.join(", ")
+        ),
+    ))
 }

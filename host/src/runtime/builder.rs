@@ -37,8 +37,9 @@ use crate::services::trusted::{TrustedPaths, relative_to};
 
 use super::Runtime;
 use super::loader::{Loader, Policy};
-use super::plugin::{PluginDirs, PluginEntry, PluginFile};
+use super::plugin::{FileIds, PluginDirs, PluginEntry, PluginFile};
 use super::registry::{Names, Naming};
+use super::search::{Deferral, SEARCH_TOOLS};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -119,6 +120,10 @@ pub struct RuntimeBuilder {
     untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
+    /// Whether plugins' `requires` and `conflicts` are ignored.
+    alone: bool,
+    /// `None`: the configuration's `[tools] deferred`, else off.
+    deferred: Option<bool>,
     /// Files the embedder's host reads for itself (a bearer token, a key), with what
     /// messages call them.
     host_files: Vec<(&'static str, PathBuf)>,
@@ -317,6 +322,24 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether sessions list a tool only once `search_tools` finds it (`serve
+    /// --deferred`), over the configuration's `[tools] deferred`; a plugin's own
+    /// `[plugins.ID] defer` still decides for its tools. Either way, a session offers
+    /// `search_tools` while some tool in its scope is deferred, and the name
+    /// `search_tools` is kept for it (see docs/tool-search.md).
+    pub fn deferred(mut self, deferred: bool) -> Self {
+        self.deferred = Some(deferred);
+        self
+    }
+
+    /// Registers every plugin whatever it requires or conflicts with: for a plugin file
+    /// loaded by itself to be looked at (`inspect`, `pack`'s check), where what it
+    /// requires is not there by design.
+    pub(crate) fn ignoring_dependencies(mut self) -> Self {
+        self.alone = true;
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
@@ -385,6 +408,21 @@ impl RuntimeBuilder {
                 None => Approvals::new(self.on_permission),
             }),
         };
+        let deferral = Deferral {
+            default: self
+                .deferred
+                .or(self.config.tools.deferred)
+                .unwrap_or(false),
+            plugins: self
+                .config
+                .plugins
+                .iter()
+                .filter_map(|(id, plugin)| Some((id.clone(), plugin.defer?)))
+                .collect(),
+        };
+        if deferral.is_possible() {
+            self.reserved.insert(SEARCH_TOOLS.to_string());
+        }
         let naming = Naming {
             aliases: self
                 .config
@@ -416,9 +454,10 @@ impl RuntimeBuilder {
         // what they wait on (reading large files, compiling) already runs on the
         // blocking pool, instances are created one at a time anyway (`sandbox::turns`),
         // and a load handed to another thread costs two cross-thread wake-ups.
+        let ids = Arc::new(FileIds::of(&files));
         let loads = files.into_iter().map(|file| {
             // Boxed: a load's future is large, and joining moves it.
-            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone())))
+            AssertUnwindSafe(Box::pin(loader.load_plugin(file.clone(), ids.clone())))
                 .catch_unwind()
                 .map(move |loaded| {
                     loaded.unwrap_or_else(|_| {
@@ -448,6 +487,8 @@ impl RuntimeBuilder {
             loader,
             policy: Arc::new(call_policy),
             gates: Vec::new(),
+            ignore_dependencies: self.alone,
+            deferral,
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

@@ -82,12 +82,25 @@ pub enum DiagnosticKind {
     SignatureMissing,
     /// The plugin is signed, but by no trusted key.
     SignatureUntrusted,
-    /// Another plugin loaded earlier has the same id; this one is not loaded.
+    /// Another plugin file has the same id: neither is loaded.
     IdCollision,
+    /// The plugin claims an id its file name does not give it (a `.lua` sidecar's `id`,
+    /// a `.wasm` manifest's id under another file name); it is not loaded.
+    IdMismatch,
     /// An `[aliases]` entry names a tool no loaded plugin registers.
     AliasUnresolved,
     /// A tool's description is longer than the model is shown; it was cut.
     DescriptionCut,
+    /// The manifest has keys toolcell does not know; they were ignored.
+    ManifestUnknownKey,
+    /// A plugin the manifest `requires` is not loaded; this one is not loaded.
+    PluginNotInstalled,
+    /// A required plugin is loaded, but in a version the requirement does not accept.
+    PluginVersionMismatch,
+    /// A requirement by a name without a namespace finds several loaded plugins.
+    PluginAmbiguous,
+    /// The manifest `conflicts` with a loaded plugin; this one is not loaded.
+    PluginConflict,
 }
 
 impl DiagnosticKind {
@@ -107,8 +120,14 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureMissing => "signature_missing",
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
+            DiagnosticKind::IdMismatch => "id_mismatch",
             DiagnosticKind::AliasUnresolved => "alias_unresolved",
             DiagnosticKind::DescriptionCut => "description_cut",
+            DiagnosticKind::ManifestUnknownKey => "manifest_unknown_key",
+            DiagnosticKind::PluginNotInstalled => "plugin_not_installed",
+            DiagnosticKind::PluginVersionMismatch => "plugin_version_mismatch",
+            DiagnosticKind::PluginAmbiguous => "plugin_ambiguous",
+            DiagnosticKind::PluginConflict => "plugin_conflict",
         }
     }
 }

@@ -16,7 +16,8 @@ use crate::sandbox::{
     self, CodeError, LoadFailure, PluginContext, PluginHandle, PluginPre, SharedServices,
 };
 
-use super::plugin::{PluginEntry, PluginFile};
+use super::plugin::{FileIds, PluginEntry, PluginFile};
+use crate::base::wording::file_name;
 use crate::runtime::diagnostic::{DiagnosticKind, Severity};
 
 /// What the user's policy says, for every plugin of a runtime.
@@ -59,7 +60,7 @@ impl LoadReport {
     fn refused(kind: DiagnosticKind, message: String) -> Self {
         LoadReport {
             warnings: Vec::new(),
-            outcome: Err(Refusal { kind, message }),
+            outcome: Err(Refusal::new(kind, message)),
         }
     }
 }
@@ -100,13 +101,18 @@ impl Loader {
     }
 
     /// Loads `file` into a fresh sandbox and prepares its tools (names and schemas
-    /// checked, validators compiled), ready to be registered.
-    pub async fn load_plugin(&self, file: PluginFile) -> PluginEntry {
-        let report = self.load(&file).await;
+    /// checked, validators compiled), ready to be registered. `ids` are the ids of the
+    /// runtime's plugin files: a file whose id another file's name gives too, or that
+    /// claims an id its own name does not give, is refused before any of its code runs.
+    pub async fn load_plugin(&self, file: PluginFile, ids: Arc<FileIds>) -> PluginEntry {
+        let report = self.load(&file, &ids).await;
         PluginEntry::from_report(file, report, self.policy.capabilities.config())
     }
 
-    async fn load(&self, file: &PluginFile) -> LoadReport {
+    async fn load(&self, file: &PluginFile, ids: &FileIds) -> LoadReport {
+        if let Some(shared) = ids.shared(file) {
+            return LoadReport::refused(DiagnosticKind::IdCollision, shared);
+        }
         let read = match read_small(&file.path) {
             Some(bytes) => Ok(admission::admit(
                 &file.path,
@@ -125,7 +131,16 @@ impl Loader {
         };
         let source = match read {
             Ok(Ok(source)) => source,
-            Ok(Err(refusal)) => {
+            Ok(Err(mut refusal)) => {
+                if let Some(claimed) = &refusal.claimed_id
+                    && let Some(holder) = ids.others(claimed, &file.path).next()
+                {
+                    refusal.message = format!(
+                        "{}; '{claimed}' is the id of plugin {}",
+                        refusal.message,
+                        file_name(holder)
+                    );
+                }
                 return LoadReport {
                     warnings: Vec::new(),
                     outcome: Err(refusal),
@@ -157,16 +172,23 @@ impl Loader {
             }
         };
         let outcome = match pre {
-            Err(error) => Err(Refusal {
-                kind: DiagnosticKind::LoadFailed,
-                message: error.to_string(),
-            }),
+            Err(error) => Err(Refusal::new(DiagnosticKind::LoadFailed, error.to_string())),
             Ok(pre) => {
+                // `[tools.NAME]` keyed by another plugin file's id is that plugin's
+                // alone, even when this one registers a tool of that name.
+                let withheld = self
+                    .services
+                    .tool_config
+                    .keys()
+                    .filter(|key| ids.others(key, &file.path).next().is_some())
+                    .cloned()
+                    .collect();
                 let context = PluginContext::new(
                     manifest.id.clone(),
                     source.script,
                     grants.clone(),
                     &self.services,
+                    withheld,
                 );
                 sandbox::spawn_plugin(Arc::new(context), pre)
                     .await
@@ -177,12 +199,12 @@ impl Loader {
                         grants,
                         digest,
                     })
-                    .map_err(|failure| Refusal {
-                        kind: DiagnosticKind::LoadFailed,
-                        message: match failure {
+                    .map_err(|failure| {
+                        let message = match failure {
                             LoadFailure::Failed(message) => message,
                             other => other.to_string(),
-                        },
+                        };
+                        Refusal::new(DiagnosticKind::LoadFailed, message)
                     })
             }
         };

@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use rustix::fs::RawDir;
 
-use crate::base::fast_map::FastSet;
+use crate::artifact::manifest;
+use crate::base::fast_map::{FastMap, FastSet};
 use crate::base::limits::{MAX_TOOLS_PER_PLUGIN, bounded_message, format_bytes};
+use crate::base::wording::file_name;
 use crate::config::Config;
 use crate::output::cut::{self, OutputLimits};
 use crate::runtime::admission::{Refusal, Sidecar};
@@ -188,6 +190,8 @@ pub(super) struct PluginFile {
     dir: usize,
     name: OsString,
     pub path: PathBuf,
+    /// The id its name gives ([`manifest::file_id`]): the only id it may load as.
+    pub id: String,
     /// What discovery saw of its sidecar manifest.
     pub sidecar: Sidecar,
 }
@@ -198,6 +202,7 @@ impl PluginFile {
         Some(PluginFile {
             dir,
             name,
+            id: manifest::file_id(&path),
             path,
             sidecar: Sidecar::Unknown,
         })
@@ -209,6 +214,69 @@ impl PluginFile {
 
     pub fn display_name(&self) -> String {
         self.name.to_string_lossy().into_owned()
+    }
+}
+
+/// What the user is told of `file`, refused by `refusal`.
+pub(super) fn refusal_diagnostic(file: &PluginFile, refusal: Refusal) -> Diagnostic {
+    let verb = match refusal.kind {
+        DiagnosticKind::LoadFailed => "failed to load",
+        _ => "was refused",
+    };
+    Diagnostic::error(
+        file.path.clone(),
+        refusal.kind,
+        format!(
+            "plugin {} {verb}: {}",
+            file.display_name(),
+            bounded_message(refusal.message)
+        ),
+    )
+}
+
+/// The ids the names of a runtime's plugin files give, each with its files: what a
+/// plugin's id is checked against before any of its code runs, so that no plugin takes
+/// another file's id (and with it that plugin's settings and files).
+#[derive(Debug, Default)]
+pub(super) struct FileIds(FastMap<String, Vec<PathBuf>>);
+
+impl FileIds {
+    /// The ids of `files`.
+    pub fn of<'a>(files: impl IntoIterator<Item = &'a PluginFile>) -> FileIds {
+        let mut ids: FastMap<String, Vec<PathBuf>> = FastMap::default();
+        for file in files {
+            ids.entry(file.id.clone())
+                .or_default()
+                .push(file.path.clone());
+        }
+        FileIds(ids)
+    }
+
+    /// The files other than `path` whose name gives `id`.
+    pub fn others<'a>(&'a self, id: &str, path: &'a Path) -> impl Iterator<Item = &'a Path> {
+        self.0
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(PathBuf::as_path)
+            .filter(move |other| *other != path)
+    }
+
+    /// Why `file` is refused when another file's name gives its id too; `None` when
+    /// none does.
+    pub fn shared(&self, file: &PluginFile) -> Option<String> {
+        let sharing: Vec<String> = self
+            .others(&file.id, &file.path)
+            .map(|other| format!("plugin {}", file_name(other)))
+            .collect();
+        (!sharing.is_empty()).then(|| {
+            format!(
+                "its name gives the id '{}', as the name of {} does; an id names one plugin, \
+                 so none of them is loaded (rename all but one)",
+                file.id,
+                sharing.join(" and ")
+            )
+        })
     }
 }
 
@@ -273,10 +341,7 @@ impl PluginEntry {
 
     /// A plugin whose load never reported back.
     pub fn unfinished(file: PluginFile, message: &str) -> PluginEntry {
-        let refusal = Refusal {
-            kind: DiagnosticKind::LoadFailed,
-            message: message.to_string(),
-        };
+        let refusal = Refusal::new(DiagnosticKind::LoadFailed, message);
         PluginEntry::refused(file, Vec::new(), refusal)
     }
 
@@ -285,19 +350,7 @@ impl PluginEntry {
         mut diagnostics: Vec<Diagnostic>,
         refusal: Refusal,
     ) -> PluginEntry {
-        let verb = match refusal.kind {
-            DiagnosticKind::LoadFailed => "failed to load",
-            _ => "was refused",
-        };
-        diagnostics.push(Diagnostic::error(
-            file.path.clone(),
-            refusal.kind,
-            format!(
-                "plugin {} {verb}: {}",
-                file.display_name(),
-                bounded_message(refusal.message)
-            ),
-        ));
+        diagnostics.push(refusal_diagnostic(&file, refusal));
         let offered = offered::in_file(&file.path);
         PluginEntry {
             file,
@@ -336,13 +389,13 @@ impl PluginEntry {
             Err(refusal) => return PluginEntry::refused(file, diagnostics, refusal),
         };
         if specs.len() > MAX_TOOLS_PER_PLUGIN {
-            let refusal = Refusal {
-                kind: DiagnosticKind::LoadFailed,
-                message: format!(
+            let refusal = Refusal::new(
+                DiagnosticKind::LoadFailed,
+                format!(
                     "it registered {} tools; a plugin may register at most {MAX_TOOLS_PER_PLUGIN}",
                     specs.len()
                 ),
-            };
+            );
             return PluginEntry::refused(file, diagnostics, refusal);
         }
         let mut checks = ToolChecks {

@@ -36,6 +36,7 @@ pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
 pub use supervisor::Ended;
 
+use crate::base::fast_map::FastSet;
 use crate::config::grants::Grants;
 use crate::services::debug_log::DebugLog;
 use crate::services::files::Files;
@@ -112,6 +113,8 @@ pub struct PluginContext {
     pub grants: Grants,
     /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
     pub tool_config: Arc<HashMap<String, String>>,
+    /// The keys of `tool_config` this plugin does not get: other plugin files' ids.
+    pub withheld_config: FastSet<String>,
     /// The root for file access, or why there is none.
     pub files: Files,
     /// Where `ctx:log`, `print` and `warn` go, within the plugin's log budget.
@@ -126,12 +129,14 @@ pub struct PluginContext {
 
 impl PluginContext {
     /// A context for plugin `name` running `script` (for Lua plugins) under `grants`
-    /// and the services of `services`.
+    /// and the services of `services`, without the configuration tables of
+    /// `withheld_config`.
     pub fn new(
         name: String,
         script: Option<Vec<u8>>,
         grants: Grants,
         services: &SharedServices,
+        withheld_config: FastSet<String>,
     ) -> Self {
         let log = PluginLog::new(
             &name,
@@ -144,6 +149,7 @@ impl PluginContext {
             script,
             grants,
             tool_config: services.tool_config.clone(),
+            withheld_config,
             files: services.files.clone(),
             log,
             http_client: OnceLock::new(),

@@ -131,6 +131,9 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn config(&mut self, key: String) -> Option<String> {
+        if self.plugin.withheld_config.contains(&key) {
+            return None;
+        }
         self.plugin.tool_config.get(&key).cloned()
     }
 

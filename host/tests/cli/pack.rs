@@ -82,7 +82,7 @@ fn pack_loads_the_plugin_first_and_writes_nothing_when_it_fails() {
 }
 
 #[test]
-fn pack_takes_the_sidecar_manifest_and_writes_beside_the_script() {
+fn pack_takes_the_sidecar_manifest_and_writes_id_wasm_beside_the_script() {
     let dir = temp_dir();
     let source = dir.path().join("greeter.lua");
     write(&source, GREETER);
@@ -93,8 +93,9 @@ fn pack_takes_the_sidecar_manifest_and_writes_beside_the_script() {
     );
     let packed = toolcell_run(&["pack", path_str(&source)]);
     assert_eq!(packed.code, Some(0), "{packed}");
-    let wasm = dir.path().join("greeter.wasm");
-    assert!(wasm.is_file(), "NAME.wasm beside NAME.lua{packed}");
+    // Named after its id: the only name it loads under.
+    let wasm = dir.path().join("greeter-pro.wasm");
+    assert!(wasm.is_file(), "ID.wasm beside NAME.lua{packed}");
     let inspected = toolcell_run(&["inspect", "--json", path_str(&wasm)]);
     assert_eq!(inspected.code, Some(0), "{inspected}");
     let report: Value = serde_json::from_str(&inspected.stdout).expect("JSON");
@@ -122,7 +123,7 @@ fn pack_takes_the_sidecar_manifest_and_writes_beside_the_script() {
     // The manifest inside is enforced: the packed plugin, alone, may only read.
     let dist = dir.path().join("dist");
     fs::create_dir_all(&dist).expect("mkdir dist");
-    fs::rename(&wasm, dist.join("greeter.wasm")).expect("move the artifact");
+    fs::rename(&wasm, dist.join("greeter-pro.wasm")).expect("move the artifact");
     let root = temp_dir();
     let output = run(toolcell()
         .args(["call", "--plugins", path_str(&dist), "--root"])

@@ -210,6 +210,8 @@ pub enum Step {
         max_bytes: usize,
         last_line_end: String,
     },
+    /// A diagnostic of the runtime has this code and reads exactly this.
+    Coded { code: &'static str, message: String },
     /// The session's model is shown exactly these names (the canary's left out), in
     /// order.
     Listed(Vec<&'static str>),
@@ -531,6 +533,12 @@ impl Attack {
             max_bytes,
             last_line_end,
         })
+    }
+
+    /// The runtime reports a diagnostic `code` reading exactly `message`.
+    pub fn coded(self, code: &'static str, message: &str) -> Self {
+        let message = message.to_string();
+        self.step(Step::Coded { code, message })
     }
 
     /// The model is shown exactly `names` (besides the canary).

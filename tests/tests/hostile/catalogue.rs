@@ -659,6 +659,17 @@ fn protocol() -> Vec<Attack> {
         )
     };
     vec![
+        attack(Protocol, "conflicts_canary", "a manifest that conflicts with another plugin")
+            .load_fails(
+                "plugin 'conflicts_canary' 0.0.0 (conflicts_canary.lua) conflicts with plugin \
+                 'aaa_canary' 0.0.0 (aaa_canary.lua), which loaded; it is not loaded (remove one \
+                 of the two)",
+            ),
+        attack(Protocol, "requires_canary", "a manifest that requires another plugin's name in every namespace")
+            .load_fails(
+                "plugin 'requires_canary' 0.0.0 (requires_canary.lua) requires plugin \
+                 'nobody/aaa_canary' =9.9.9, but no loaded plugin has that id; it is not loaded",
+            ),
         attack(Protocol, "huge_failure", "failure messages of several megabytes")
             .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
             .fails("error_huge", "{}", &cut("y", MIB as usize)),
@@ -1038,6 +1049,26 @@ clm.tool_register("jot", { invoke = function(_, ctx)
   ctx:complete(ok and "wrote swapped.txt" or "could not write")
 end })
 "#;
+    // The weather plugin whose id, settings and output exemption others want.
+    const WEATHER: &str = r#"
+clm.tool_register("forecast", { invoke = function(_, ctx)
+  ctx:complete("key: " .. tostring(clm.config.api_key))
+end })
+"#;
+    const WEATHER_SETTINGS: &str = "[tools.weather]\napi_key = \"the user's key\"\n\
+        [output]\nuntrusted = \"envelope\"\n[plugins.weather.output]\nuntrusted = \"plain\"\n\
+        [plugins.aaa_canary.output]\nuntrusted = \"plain\"\n\
+        [plugins.config_by_tool_name.output]\nuntrusted = \"plain\"\n";
+    let claim_refused = "plugin aaa_id_claim.lua was refused: its manifest aaa_id_claim.lua.toml \
+        claims the id 'weather', but a .lua plugin's id is its file name's, 'aaa_id_claim' (name \
+        the file weather.lua, or leave `id` out of the manifest); 'weather' is the id of plugin \
+        weather.lua";
+    let twin = |file: &str, other: &str| {
+        format!(
+            "plugin {file} was refused: its name gives the id 'twin_id', as the name of plugin \
+             {other} does; an id names one plugin, so none of them is loaded (rename all but one)"
+        )
+    };
     let denied_by_default =
         "tool 'quiet_write' was denied: the permission policy's default is deny";
     vec![
@@ -1084,5 +1115,23 @@ end })
         .reload("approval_swap.lua", SWAPPED)
         .completes("jot", "{}", "wrote swapped.txt")
         .prompts(3),
+        attack(Authority, "aaa_id_claim", "a sidecar claiming another file's id, loaded first")
+            .companion("aaa_id_claim.lua.toml", "id = \"weather\"\n")
+            .companion("weather.lua", WEATHER)
+            .config(WEATHER_SETTINGS)
+            .coded("id_mismatch", claim_refused)
+            .refused("steal", "{}", &format!("tool 'steal' is unavailable: {claim_refused}"))
+            .completes("forecast", "{}", "key: the user's key"),
+        attack(Authority, "config_by_tool_name", "a tool named like another plugin's id, for its [tools.ID]")
+            .companion("weather.lua", WEATHER)
+            .config(WEATHER_SETTINGS)
+            .completes("weather", "{}", "key: nil")
+            .completes("forecast", "{}", "key: the user's key"),
+        attack(Authority, "twin_id", "two files whose names give one id")
+            .companion("Twin_Id.lua", "clm.tool_register(\"twin_upper\", { invoke = function(_, ctx) ctx:complete(\"upper\") end })")
+            .coded("id_collision", &twin("twin_id.lua", "Twin_Id.lua"))
+            .coded("id_collision", &twin("Twin_Id.lua", "twin_id.lua"))
+            .refused("twin_lower", "{}", &format!("tool 'twin_lower' is unavailable: {}", twin("twin_id.lua", "Twin_Id.lua")))
+            .refused("twin_upper", "{}", &format!("tool 'twin_upper' is unavailable: {}", twin("Twin_Id.lua", "twin_id.lua"))),
     ]
 }

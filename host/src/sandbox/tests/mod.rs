@@ -66,6 +66,7 @@ fn context(limits: Limits, command_line: CommandLine, files: Files) -> Arc<Plugi
         None,
         grants,
         &services,
+        Default::default(),
     ))
 }
 
