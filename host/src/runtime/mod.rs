@@ -15,6 +15,7 @@
 
 pub(crate) mod admission;
 mod builder;
+mod dependencies;
 pub(crate) mod diagnostic;
 mod loader;
 mod offered;
@@ -22,6 +23,7 @@ mod plugin;
 mod registry;
 #[cfg(feature = "watch")]
 pub mod reload;
+mod search;
 mod session;
 
 use std::collections::HashMap;
@@ -56,6 +58,7 @@ pub use crate::tool::info::{ListedTool, ToolInfo};
 use crate::tool::names::ToolNames;
 pub use builder::{BuildError, RuntimeBuilder};
 pub use plugin::PluginUpdate;
+pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
 pub use session::{Scope, Session};
 
 use loader::Loader;
@@ -179,6 +182,11 @@ pub struct Runtime {
     policy: Arc<Policy>,
     /// What the policy does with each tool's calls, parallel to `tools`.
     gates: Vec<Arc<Gate>>,
+    /// Whether plugins register whatever they require or conflict with
+    /// ([`RuntimeBuilder::ignoring_dependencies`]).
+    ignore_dependencies: bool,
+    /// Which tools a session lists only once `search_tools` finds them.
+    deferral: search::Deferral,
 }
 
 impl Runtime {
@@ -196,6 +204,13 @@ impl Runtime {
     /// wire name of a path (see [`crate::tool::names::wire_name`]).
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
         self.names.resolve(name).map(|index| &self.tools[index])
+    }
+
+    /// Whether some tools may be deferred (`serve --deferred`, `[tools] deferred`,
+    /// `[plugins.ID] defer`): sessions then offer `search_tools` while any tool in
+    /// their scope is left to find, and their lists change as it finds them.
+    pub fn offers_tool_search(&self) -> bool {
+        self.deferral.is_possible()
     }
 
     /// The tag of the envelope around the output of calls made without a session
@@ -365,8 +380,11 @@ impl Runtime {
         Some(self.apply(update))
     }
 
-    /// Derives the registry from the plugins in load order: the first plugin with an
-    /// id and the first registration of a name win, later ones are reported.
+    /// Derives the registry from the plugins in file order: the first plugin with an
+    /// id wins it; plugins whose requirements or conflicts fail are left out, and the
+    /// rest register in file order, each after the plugins it requires
+    /// (`dependencies`); the first registration of a name wins. What is left out is
+    /// reported.
     fn rebuild(&mut self) {
         self.infos.clear();
         self.tools.clear();
@@ -382,9 +400,11 @@ impl Runtime {
         // A file added after a plugin of the same id loaded refuses both, as a fresh
         // build would: an id names one plugin file.
         let ids = FileIds::of(self.plugins.iter().map(|plugin| &plugin.file));
-        for plugin in &self.plugins {
+        // The plugins that loaded and hold their id, in file order.
+        let mut present = Vec::with_capacity(self.plugins.len());
+        for (index, plugin) in self.plugins.iter().enumerate() {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(info) = &plugin.info else {
+            if plugin.info.is_none() {
                 if let Some(failure) = plugin
                     .diagnostics
                     .iter()
@@ -393,7 +413,7 @@ impl Runtime {
                     mark_unavailable(&mut self.unavailable, plugin, &failure.message);
                 }
                 continue;
-            };
+            }
             if let Some(shared) = ids.shared(&plugin.file) {
                 let refusal = Refusal::new(DiagnosticKind::IdCollision, shared);
                 let collision = plugin::refusal_diagnostic(&plugin.file, refusal);
@@ -401,6 +421,27 @@ impl Runtime {
                 self.diagnostics.push(collision);
                 continue;
             }
+            present.push(index);
+        }
+        let resolution = if self.ignore_dependencies {
+            dependencies::Resolution {
+                order: present,
+                refused: Vec::new(),
+            }
+        } else {
+            dependencies::resolve(&self.plugins, &present)
+        };
+        for (index, refusal) in resolution.refused {
+            mark_unavailable(
+                &mut self.unavailable,
+                &self.plugins[index],
+                &refusal.message,
+            );
+            self.diagnostics.push(refusal);
+        }
+        for index in resolution.order {
+            let plugin = &self.plugins[index];
+            let Some(info) = &plugin.info else { continue };
             self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {
@@ -794,6 +835,8 @@ enum CallState {
         future: Pin<Box<dyn Future<Output = Finished> + Send>>,
         cancel: Arc<Cancellation>,
     },
+    /// Answered by the host itself (`search_tools`), not yet delivered.
+    Answered(Option<CallOutcome>),
     /// The outcome was delivered.
     Done,
 }
@@ -838,6 +881,27 @@ impl Output {
 }
 
 impl Call {
+    /// A call of `tool` the host answered itself with `outcome` (`search_tools`),
+    /// counted and cut as any other.
+    fn answered(runtime: &Runtime, tool: &ToolInfo, outcome: CallOutcome) -> Call {
+        let (_, progress) = progress::channel();
+        Call {
+            id: runtime.next_call.fetch_add(1, Ordering::Relaxed),
+            meter: runtime.policy.meters.tool(&tool.name, &tool.plugin),
+            span: tracing::Span::none(),
+            state: CallState::Answered(Some(outcome)),
+            progress,
+            output_validator: None,
+            output: Output {
+                limits: OutputLimits::default(),
+                results: runtime.results.clone(),
+                run: runtime.run,
+            },
+            keeping: None,
+            envelope: None,
+        }
+    }
+
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
@@ -875,7 +939,7 @@ impl Call {
         match &self.state {
             CallState::Running { handle, .. } => handle.cancel(self.id, reason),
             CallState::Gated { cancel, .. } => cancel.cancel(reason),
-            CallState::Done => {}
+            CallState::Answered(_) | CallState::Done => {}
         }
     }
 
@@ -930,6 +994,13 @@ impl Future for Call {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(finished) => finished,
             },
+            CallState::Answered(outcome) => Finished {
+                outcome: outcome.take().unwrap_or_else(|| {
+                    CallOutcome::Stopped("the call's outcome was already delivered".to_string())
+                }),
+                ran: Some(std::time::Duration::ZERO),
+                fuel: 0,
+            },
             CallState::Done => {
                 return Poll::Ready(CallOutcome::Stopped(
                     "the call's outcome was already delivered".to_string(),
@@ -981,7 +1052,7 @@ fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutc
 impl Drop for Call {
     fn drop(&mut self) {
         let ran = match &self.state {
-            CallState::Done => return,
+            CallState::Answered(_) | CallState::Done => return,
             CallState::Running {
                 handle, started, ..
             } => {
