@@ -30,6 +30,7 @@ use crate::output::progress::ProgressSender;
 use crate::output::stats::{Meters, ToolMeter};
 use crate::policy::plugin_info::PluginInfo;
 use crate::sandbox::{Ended, PluginHandle};
+use crate::services::ask::Questions;
 use crate::tool::info::ToolInfo;
 
 pub use crate::config::permissions::{
@@ -211,6 +212,8 @@ pub(crate) struct Gated {
     pub check: Box<ArgumentCheck>,
     /// Where the plugin's progress goes.
     pub progress: ProgressSender,
+    /// Where the plugin's questions go.
+    pub questions: Option<Questions>,
     pub cancel: Arc<Cancellation>,
 }
 
@@ -266,9 +269,14 @@ impl Gated {
         };
         let started = Instant::now();
         let running = Running {
-            outcome: self
-                .handle
-                .start(self.id, &name, args, self.tool.timeout, self.progress),
+            outcome: self.handle.start(
+                self.id,
+                &name,
+                args,
+                self.tool.timeout,
+                self.progress,
+                self.questions,
+            ),
             handle: &self.handle,
             id: self.id,
             finished: false,

@@ -50,6 +50,7 @@ use crate::policy::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
 use crate::runtime::admission::Refusal;
 use crate::sandbox::{Ended, MemoryUse, PluginHandle};
+use crate::services::ask::{Questions, Route};
 use crate::tool::strict_schema::drop_optional_nulls;
 use crate::tool::validation::SchemaValidator;
 
@@ -599,12 +600,23 @@ impl Runtime {
             tracing::Span::none()
         };
         let (sender, progress) = progress::channel();
+        let envelope = self
+            .untrusted
+            .envelops(&info.plugin)
+            .then(|| envelope.clone());
+        let questions = approvals.question_handler().map(|handler| {
+            Questions::Route(Arc::new(Route {
+                handler: handler.clone(),
+                tool: info.name.clone(),
+                envelope: envelope.clone(),
+            }))
+        });
         let state = if gate.is_open(approvals) {
             let started = Instant::now();
             let outcome = span.in_scope(|| {
                 entry
                     .handle
-                    .start(id, &info.name, args, info.timeout, sender)
+                    .start(id, &info.name, args, info.timeout, sender, questions)
             });
             CallState::Running {
                 handle: entry.handle.clone(),
@@ -631,6 +643,7 @@ impl Runtime {
                         .map(|stripped| stripped.unwrap_or(text))
                 }),
                 progress: sender,
+                questions,
                 cancel: cancel.clone(),
             };
             CallState::Gated {
@@ -651,10 +664,7 @@ impl Runtime {
                 run: self.run,
             },
             keeping: None,
-            envelope: self
-                .untrusted
-                .envelops(&info.plugin)
-                .then(|| envelope.clone()),
+            envelope,
         })
     }
 
@@ -1000,8 +1010,16 @@ impl Future for Call {
 /// `outcome`, or the failure of a completed call whose output is not the JSON text of a
 /// value its tool's output schema accepts: the plugin broke the contract it declared.
 fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
-    let CallOutcome::Completed(output) = outcome else {
-        return outcome;
+    let output = match outcome {
+        CallOutcome::Completed(output) => output,
+        CallOutcome::Content(_) => {
+            return CallOutcome::BrokeRule(
+                "the tool's output is a result of parts; a tool with an output schema \
+                 completes with a JSON value"
+                    .to_string(),
+            );
+        }
+        other => return other,
     };
     let problem = match serde_json::from_str::<serde_json::Value>(&output) {
         Ok(value) => match validator.check_output(&value) {
