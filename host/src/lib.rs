@@ -45,6 +45,7 @@ pub use services::{files, http, trusted};
 pub use tool::{names, schema, strict_schema};
 
 pub use engine::Engine;
+pub use output::content::{ContentPart, ResourceContents};
 pub use output::outcome::{CallOutcome, CrashCause, PluginFate};
 pub use output::progress::{BadProgress, Progress, ProgressUpdates};
 pub use policy::plugin_info::PluginInfo;
@@ -54,4 +55,5 @@ pub use runtime::{
     PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, SEARCH_TOOLS, Scope, Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;
+pub use services::ask::{Question, QuestionHandler, Reply};
 pub use services::log_listener::LogListener;

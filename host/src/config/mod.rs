@@ -40,6 +40,7 @@
 //! untrusted = "envelope"     # or "plain" (the default); see `envelope`
 //! max_lines = 2000
 //! max_bytes = 51200
+//! max_binary_bytes = 1048576 # a result's images, audio and embedded resources together
 //! max_description_bytes = 4096
 //! results_dir = "/path"      # where whole outputs are kept (relative: to this file's directory); default: the cache's results/
 //! results_max_bytes = 104857600
@@ -81,7 +82,7 @@ use crate::output::envelope::{OutputPolicy, UntrustedOutput};
 use crate::output::results::{self, ResultStore};
 use crate::services::files::FileAccess;
 use crate::services::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
-use crate::tool::names::split_path;
+use crate::tool::names::{has_wire_separator, split_path};
 use crate::tool::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 
 /// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
@@ -189,6 +190,8 @@ pub struct LimitsSection {
     pub log_burst_bytes: Option<usize>,
     /// In `[limits]` only: how many calls of the whole runtime run at once (0: no cap).
     pub max_concurrent: Option<usize>,
+    /// Questions one call may ask the user (0: the plugin may not ask).
+    pub questions_per_call: Option<u32>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -219,6 +222,8 @@ pub struct OutputSection {
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
     pub max_bytes: Option<usize>,
+    /// The most bytes of a result's binary parts the model gets.
+    pub max_binary_bytes: Option<usize>,
     /// The longest tool description the model sees, in bytes.
     pub max_description_bytes: Option<usize>,
     /// Where the whole outputs of cut results are kept (default: `results/` in the
@@ -240,6 +245,8 @@ pub struct OutputLimitsSection {
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
     pub max_bytes: Option<usize>,
+    /// The most bytes of a result's binary parts the model gets.
+    pub max_binary_bytes: Option<usize>,
     /// The longest tool description the model sees, in bytes.
     pub max_description_bytes: Option<usize>,
 }
@@ -277,6 +284,8 @@ pub struct PluginOutputSection {
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
     pub max_bytes: Option<usize>,
+    /// The most bytes of a result's binary parts the model gets.
+    pub max_binary_bytes: Option<usize>,
     /// The longest tool description the model sees, in bytes.
     pub max_description_bytes: Option<usize>,
     /// Whether this plugin's output is enveloped as untrusted, over `[output]`.
@@ -289,6 +298,7 @@ impl PluginOutputSection {
         OutputLimitsSection {
             max_lines: self.max_lines,
             max_bytes: self.max_bytes,
+            max_binary_bytes: self.max_binary_bytes,
             max_description_bytes: self.max_description_bytes,
         }
     }
@@ -373,6 +383,12 @@ impl Config {
                 return Err(ConfigError(format!(
                     "[aliases] {alias:?} is not a valid tool name (use 1 to {MAX_TOOL_NAME} \
                      letters, digits, '_' or '-')"
+                )));
+            }
+            if has_wire_separator(alias) {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias:?} holds '__', which joins the parts of a wire name: \
+                     it could be another tool's wire name (use one '_')"
                 )));
             }
             let target_ok = match split_path(target) {
@@ -479,6 +495,7 @@ impl Config {
         let global = OutputLimitsSection {
             max_lines: self.output.max_lines,
             max_bytes: self.output.max_bytes,
+            max_binary_bytes: self.output.max_binary_bytes,
             max_description_bytes: self.output.max_description_bytes,
         };
         [
@@ -503,6 +520,10 @@ impl Config {
                 .iter()
                 .find_map(|layer| layer.max_bytes)
                 .unwrap_or(cut::DEFAULT_MAX_BYTES),
+            max_binary_bytes: layers
+                .iter()
+                .find_map(|layer| layer.max_binary_bytes)
+                .unwrap_or(cut::DEFAULT_MAX_BINARY_BYTES),
         }
     }
 
@@ -544,6 +565,7 @@ impl LimitsSection {
         if let Some(fuel) = self.fuel {
             limits.fuel = fuel;
         }
+        set(&mut limits.questions_per_call, self.questions_per_call);
         let schemas = &mut limits.schemas;
         set(&mut schemas.schema_bytes, self.schema_max_bytes);
         set(&mut schemas.plugin_schema_bytes, self.schemas_max_bytes);

@@ -43,6 +43,7 @@ use crate::base::wording::json_kind;
 use crate::output::cut::{self, Kept, OutputLimits};
 use crate::output::envelope::{Envelope, OutputPolicy};
 use crate::output::outcome::CallOutcome;
+use crate::output::parts;
 use crate::output::progress::{self, ProgressReceiver, ProgressUpdates};
 use crate::output::results::{self, ResultError, ResultStore};
 use crate::output::stats::{PluginStats, Stats, ToolMeter};
@@ -50,11 +51,13 @@ use crate::policy::plugin_info::PluginInfo;
 use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
 use crate::runtime::admission::Refusal;
 use crate::sandbox::{Ended, MemoryUse, PluginHandle};
+use crate::services::ask::{Questions, Route};
 use crate::tool::strict_schema::drop_optional_nulls;
 use crate::tool::validation::SchemaValidator;
 
 use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use crate::tool::info::{ListedTool, ToolInfo};
+use crate::tool::names::ToolNames;
 pub use builder::{BuildError, RuntimeBuilder};
 pub use plugin::PluginUpdate;
 pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
@@ -274,6 +277,8 @@ impl Runtime {
     }
 
     /// The whole output of a result the model saw cut, by the id its notice gave.
+    /// A part kept aside (`0a1b2c3d-17-2`) is bytes: read it from
+    /// [`Runtime::result_store`] with [`ResultStore::get_bytes`].
     pub fn result(&self, id: &str) -> Result<String, ResultError> {
         match &self.results {
             Ok(store) => store.get(id),
@@ -395,7 +400,7 @@ impl Runtime {
         self.infos.reserve(self.plugins.len());
         self.tools.reserve(tools);
         self.entries.reserve(tools);
-        self.gates.reserve(tools);
+        let mut owners: Vec<Arc<PluginInfo>> = Vec::with_capacity(tools);
         // A file added after a plugin of the same id loaded refuses both, as a fresh
         // build would: an id names one plugin file.
         let ids = FileIds::of(self.plugins.iter().map(|plugin| &plugin.file));
@@ -453,8 +458,7 @@ impl Runtime {
             for tool in &plugin.tools {
                 match tool {
                     Ok(tool) => {
-                        self.gates
-                            .push(Arc::new(self.policy.gate(&tool.info, Arc::clone(info))));
+                        owners.push(Arc::clone(info));
                         self.tools.push(tool.info.clone());
                         self.entries.push(tool.entry.clone());
                     }
@@ -475,6 +479,18 @@ impl Runtime {
         let (names, diagnostics) = Names::build(&self.tools, &files, &self.naming);
         self.names = names;
         self.diagnostics.extend(diagnostics);
+        // Rules apply to tools by every name they answer to, so gates come after names.
+        self.gates
+            .extend(
+                self.tools
+                    .iter()
+                    .zip(owners)
+                    .enumerate()
+                    .map(|(index, (tool, plugin))| {
+                        Arc::new(self.policy.gate(tool, self.names.of(index), plugin))
+                    }),
+            );
+        self.diagnostics.extend(self.unmatched_rules());
         // Each plugin's diagnostics together, in load order; the configuration's last.
         if self.diagnostics.len() > 1 {
             let order: HashMap<&Path, usize> = self
@@ -492,6 +508,28 @@ impl Runtime {
         }
         let names = &self.names;
         self.unavailable.retain(|name, _| !names.contains(name));
+    }
+
+    /// A warning for each glob of the user's permission rules and presets that matches
+    /// no tool, with the closest names.
+    fn unmatched_rules(&self) -> Vec<Diagnostic> {
+        self.policy
+            .rules
+            .unmatched(self.names.all())
+            .into_iter()
+            .map(|(place, glob)| {
+                let known = self.names.all().iter().flat_map(ToolNames::iter);
+                Diagnostic {
+                    file: self.naming.config_file.clone(),
+                    kind: DiagnosticKind::RuleUnmatched,
+                    severity: Severity::Warning,
+                    message: format!(
+                        "{place} matches no tool{}",
+                        did_you_mean(&closest(glob.as_str(), known))
+                    ),
+                }
+            })
+            .collect()
     }
 
     /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
@@ -599,12 +637,23 @@ impl Runtime {
             tracing::Span::none()
         };
         let (sender, progress) = progress::channel();
+        let envelope = self
+            .untrusted
+            .envelops(&info.plugin)
+            .then(|| envelope.clone());
+        let questions = approvals.question_handler().map(|handler| {
+            Questions::Route(Arc::new(Route {
+                handler: handler.clone(),
+                tool: info.name.clone(),
+                envelope: envelope.clone(),
+            }))
+        });
         let state = if gate.is_open(approvals) {
             let started = Instant::now();
             let outcome = span.in_scope(|| {
                 entry
                     .handle
-                    .start(id, &info.name, args, info.timeout, sender)
+                    .start(id, &info.name, args, info.timeout, sender, questions)
             });
             CallState::Running {
                 handle: entry.handle.clone(),
@@ -631,6 +680,7 @@ impl Runtime {
                         .map(|stripped| stripped.unwrap_or(text))
                 }),
                 progress: sender,
+                questions,
                 cancel: cancel.clone(),
             };
             CallState::Gated {
@@ -651,10 +701,7 @@ impl Runtime {
                 run: self.run,
             },
             keeping: None,
-            envelope: self
-                .untrusted
-                .envelops(&info.plugin)
-                .then(|| envelope.clone()),
+            envelope,
         })
     }
 
@@ -818,19 +865,31 @@ struct Output {
 impl Output {
     /// Whether `outcome` is a result over the limits.
     fn cuts(&self, outcome: &CallOutcome) -> bool {
-        matches!(outcome, CallOutcome::Completed(text) if cut::cut(text, &self.limits).is_some())
+        match outcome {
+            CallOutcome::Completed(text) => cut::cut(text, &self.limits).is_some(),
+            CallOutcome::Content(content) => parts::over(content, &self.limits),
+            _ => false,
+        }
     }
 
     /// `outcome` as the model sees it: a result over the limits is cut, with a notice
     /// saying where the whole is; the whole is kept in the result store.
     fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
-        let CallOutcome::Completed(text) = outcome else {
-            return outcome;
+        let id = results::result_id(self.run, call);
+        let text = match outcome {
+            CallOutcome::Completed(text) => text,
+            CallOutcome::Content(content) => {
+                let keeping = parts::Keeping {
+                    store: self.results.as_deref().map_err(|reason| &**reason),
+                    id: &id,
+                };
+                return CallOutcome::Content(parts::fit(content, &self.limits, &keeping));
+            }
+            other => return other,
         };
         let Some(cut) = cut::cut(&text, &self.limits) else {
             return CallOutcome::Completed(text);
         };
-        let id = results::result_id(self.run, call);
         let stored = match &self.results {
             Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
             Err(reason) => Err(reason.to_string()),
@@ -1000,8 +1059,16 @@ impl Future for Call {
 /// `outcome`, or the failure of a completed call whose output is not the JSON text of a
 /// value its tool's output schema accepts: the plugin broke the contract it declared.
 fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
-    let CallOutcome::Completed(output) = outcome else {
-        return outcome;
+    let output = match outcome {
+        CallOutcome::Completed(output) => output,
+        CallOutcome::Content(_) => {
+            return CallOutcome::BrokeRule(
+                "the tool's output is a result of parts; a tool with an output schema \
+                 completes with a JSON value"
+                    .to_string(),
+            );
+        }
+        other => return other,
     };
     let problem = match serde_json::from_str::<serde_json::Value>(&output) {
         Ok(value) => match validator.check_output(&value) {

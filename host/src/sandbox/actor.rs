@@ -27,6 +27,7 @@ use super::supervisor::{CallRequest, Ended, Supervisor};
 use crate::output::outcome::CallOutcome;
 use crate::output::progress::ProgressSender;
 use crate::sandbox::wit::ToolSpec;
+use crate::services::ask::Questions;
 
 enum Command {
     Start(CallRequest),
@@ -76,8 +77,9 @@ impl PluginHandle {
     }
 
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
-    /// plugin's default) and whose progress goes to `progress`; the receiver yields
-    /// its outcome. When the plugin is idle,
+    /// plugin's default), whose progress goes to `progress` and whose questions go
+    /// where `questions` says (none: nobody can be asked); the receiver yields its
+    /// outcome. When the plugin is idle,
     /// the call's first step runs before this returns (at most until running code
     /// first yields, a few milliseconds).
     pub fn start(
@@ -87,6 +89,7 @@ impl PluginHandle {
         args: String,
         timeout: Option<Duration>,
         progress: ProgressSender,
+        questions: Option<Questions>,
     ) -> oneshot::Receiver<Ended> {
         let (reply, outcome) = oneshot::channel();
         let request = CallRequest {
@@ -96,6 +99,7 @@ impl PluginHandle {
             timeout,
             reply,
             progress,
+            questions,
         };
         let Err(request) = self.run_here(request) else {
             return outcome;

@@ -689,6 +689,44 @@ fn protocol() -> Vec<Attack> {
         attack(Protocol, "huge_failure", "failure messages of several megabytes")
             .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
             .fails("error_huge", "{}", &cut("y", MIB as usize)),
+        attack(Protocol, "ask_loop", "asking the user in a loop")
+            .completes(
+                "ask_loop",
+                "{}",
+                "17: too many questions: a tool call may ask at most 16",
+            ),
+        attack(Protocol, "ask_forms", "forms that are nested, oversized or not forms at all")
+            .completes(
+                "bad_forms",
+                "{}",
+                "nil: field 'inner': has type 'object'; a form's fields are strings, numbers, \
+                 integers, booleans or arrays of choices\n\
+                 nil: field 'a': a string field cannot have '$ref'\n\
+                 nil: the form is 20071 bytes; at most 16 KiB is allowed\n\
+                 nil: the form has 33 fields; at most 32 are allowed\n\
+                 nil: field 'a': its default is not of type integer\n\
+                 nil: the form must have \"type\": \"object\"",
+            )
+            .fails(
+                "bad_message",
+                "{}",
+                "ask_forms.lua:29: ctx:ask expects a message string, got table",
+            ),
+        attack(Protocol, "parts_flood", "a 6 MiB image, parts that are not what they claim")
+            .fails("huge_image", "{}", OUT_OF_MEMORY)
+            .fails(
+                "bad_part",
+                "{}",
+                "parts_flood.lua:10: ctx:complete_content: part 2: an image part needs mime_type, \
+                 a string such as \"image/png\"",
+            )
+            .fails(
+                "no_parts",
+                "{}",
+                "parts_flood.lua:15: ctx:complete_content expects at least one part \
+                 (ctx:complete(\"\") completes with nothing)",
+            )
+            .completes("parts_alive", "{}", "alive"),
         attack(Protocol, "complete_twice_across_yield", "completing, waiting, completing again")
             .fails_as(
                 "twice_later",
@@ -986,6 +1024,50 @@ fn budgets() -> Vec<Attack> {
                 ),
             )
             .result_kept(500_000),
+        attack(Budgets, "parts_budget", "2.5 MiB of images, 20000 parts, 80 KiB of text parts")
+            // Two images fit the 1 MiB limit; each of the others is kept whole and linked.
+            .completes(
+                "many_images",
+                "{}",
+                &format!(
+                    "{}{}\n{}",
+                    "[image: image/png, 512 KiB]\n".repeat(2),
+                    (3..=5)
+                        .map(|part| format!(
+                            "[resource link: image {{result}}-{part} (512 KiB) \
+                             file://{{results}}/{{result}}-{part}.bin]"
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    cut_notice(
+                        "3 binary parts over the result's limit of 1 MiB are a link instead"
+                    )
+                ),
+            )
+            // Every part is a line the model reads: 2000 lines, 2000 parts.
+            .completes(
+                "many_parts",
+                "{}",
+                &format!(
+                    "{}{}",
+                    "\n".repeat(2000),
+                    cut_notice("left out the last 18000 of 20000 parts")
+                ),
+            )
+            .result_kept(19_999)
+            .completes(
+                "long_texts",
+                "{}",
+                &format!(
+                    "{}\n{}\n{}",
+                    "x".repeat(40 * 1024),
+                    "x".repeat(10 * 1024),
+                    cut_notice(
+                        "shown 2 of 2 lines, 51200 bytes (50 KiB) of 81920 bytes (80 KiB) of text"
+                    )
+                ),
+            )
+            .result_kept(2 * 40 * 1024 + 1),
         attack(Budgets, "description_flood", "three descriptions of 1 MiB of invalid UTF-8")
             .load_fails(&format!(
                 "plugin description_flood.lua failed to load: {OUT_OF_MEMORY}"
@@ -1055,6 +1137,14 @@ end })
     };
     let denied_by_default =
         "tool 'quiet_write' was denied: the permission policy's default is deny";
+    const A_WEB: &str = r#"
+clm.tool_register("danger_zone", { invoke = function(_, ctx) ctx:complete("danger ran") end })
+clm.tool_register("search", { invoke = function(_, ctx) ctx:complete("a_web ran") end })
+"#;
+    let hijack_refused = "tool 'a_web__danger_zone' of plugin wire_name_hijack.lua has '__' in \
+        its name, which joins the parts of a wire name, so the name is, or could become, \
+        another tool's; call it as wire_name_hijack/a_web__danger_zone";
+    let denied = |tool: &str, rule: &str| format!("tool '{tool}' was denied: it matches {rule}");
     vec![
         attack(
             Authority,
@@ -1117,5 +1207,40 @@ end })
             .coded("id_collision", &twin("Twin_Id.lua", "twin_id.lua"))
             .refused("twin_lower", "{}", &format!("tool 'twin_lower' is unavailable: {}", twin("twin_id.lua", "Twin_Id.lua")))
             .refused("twin_upper", "{}", &format!("tool 'twin_upper' is unavailable: {}", twin("Twin_Id.lua", "twin_id.lua"))),
+        attack(Authority, "wire_name_hijack", "a plain name equal to another tool's wire name, under --deny of that tool")
+            .companion("a_web.lua", A_WEB)
+            .config("[aliases]\ndz = \"a_web__danger_zone\"\n")
+            .deny("danger_zone")
+            .coded("tool_name_refused", hijack_refused)
+            .fails_as("a_web__danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"danger_zone\""))
+            .fails_as("dz", "{}", "denied", &denied("danger_zone", "--deny \"danger_zone\""))
+            .completes("wire_name_hijack/a_web__danger_zone", "{}", "hijacker ran"),
+        attack(Authority, "alias_under_deny", "a tool denied by its alias, called by its other names")
+            .lua_from("danger_zone")
+            .config("[aliases]\nsafe_tool = \"alias_under_deny/danger_zone\"\n")
+            .deny("safe_tool")
+            .fails_as("safe_tool", "{}", "denied", &denied("danger_zone", "--deny \"safe_tool\""))
+            .fails_as("danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"safe_tool\""))
+            .fails_as("alias_under_deny/danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"safe_tool\""))
+            .listed(&[]),
+        attack(Authority, "deny_by_wire_name", "a tool denied by the wire name `list` shows")
+            .lua_from("danger_zone")
+            .deny("deny_by_wire_name__danger_zone")
+            .fails_as("deny_by_wire_name__danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"deny_by_wire_name__danger_zone\""))
+            .fails_as("danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"deny_by_wire_name__danger_zone\""))
+            .listed(&[]),
+        attack(Authority, "same_name", "a tool of a name another plugin holds, under allow = [that name]")
+            .companion("a_web.lua", A_WEB)
+            .config("[permissions]\ndefault = \"deny\"\nallow = [\"canary\", \"search\"]\n")
+            .fails_as("same_name/search", "{}", "denied", "tool 'search' was denied: the permission policy's default is deny")
+            .completes("search", "{}", "a_web ran")
+            .listed(&["search"]),
+        attack(Authority, "scope_alias", "a tool removed from the scope by one alias, called by another")
+            .lua_from("danger_zone")
+            .config("[aliases]\nsafe_tool = \"scope_alias/danger_zone\"\nother = \"danger_zone\"\n")
+            .scope(&["!safe_tool"])
+            .refused("other", "{}", "unknown tool 'other'")
+            .refused("scope_alias/danger_zone", "{}", "unknown tool 'scope_alias/danger_zone'")
+            .listed(&[]),
     ]
 }
