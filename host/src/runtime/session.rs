@@ -351,7 +351,7 @@ impl Session {
                     // A tool outside the scope is as unknown as a tool that is not there.
                     Some(_) => InvokeError::UnknownTool {
                         name: tool.to_string(),
-                        suggestions: super::closest(tool, shown.into_iter()),
+                        suggestions: super::error::closest(tool, shown.into_iter()),
                     },
                     None => runtime.not_found(tool, shown.into_iter()),
                 })

@@ -1,0 +1,273 @@
+//! A call in flight (`Call`): the future of its outcome, with what the model may see
+//! of it (cut, kept, enveloped) and its count in the statistics.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+#[cfg(doc)]
+use super::Runtime;
+use crate::output::cut::{self, Kept, OutputLimits};
+use crate::output::envelope::Envelope;
+use crate::output::outcome::CallOutcome;
+use crate::output::progress::{ProgressReceiver, ProgressUpdates};
+use crate::output::results::{self, ResultStore};
+use crate::output::stats::ToolMeter;
+use crate::policy::{Cancellation, Finished};
+use crate::sandbox::{Ended, PluginHandle};
+use crate::tool::validation::SchemaValidator;
+
+/// Whether a tracing subscriber may want a call's span and its events. Checked before
+/// making them, so that without one a call makes no span at all: tracing's `log`
+/// fallback (on when any crate in the build enables tracing's `log` feature) would
+/// otherwise format the span's fields for the `log` crate on every call.
+pub(super) fn traced() -> bool {
+    use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
+    tracing::Level::DEBUG <= STATIC_MAX_LEVEL && tracing::Level::DEBUG <= LevelFilter::current()
+}
+
+/// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
+/// cancel the call, which aborts its pending HTTP requests and timers (or takes it out
+/// of the queue of a concurrency cap, or stops waiting for an answer to `ask`).
+///
+/// A result longer than the tool's output limits is cut before the outcome is given:
+/// the outcome's text is what the model should see, and the whole output is kept in
+/// the result store under [`Call::result_id`].
+pub struct Call {
+    pub(super) id: u64,
+    pub(super) meter: Arc<ToolMeter>,
+    /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
+    pub(super) span: tracing::Span,
+    pub(super) state: CallState,
+    pub(super) progress: ProgressReceiver,
+    /// The tool's output schema, compiled: a completed call's output must be the JSON
+    /// text of a value it accepts.
+    pub(super) output_validator: Option<Arc<SchemaValidator>>,
+    pub(super) output: Output,
+    /// Keeping a cut result's whole output, off the async threads.
+    pub(super) keeping: Option<JoinHandle<CallOutcome>>,
+    /// Where the outcome's text goes, when the plugin's output is untrusted.
+    pub(super) envelope: Option<Envelope>,
+}
+
+pub(super) enum CallState {
+    /// Straight to the plugin, which has the call.
+    Running {
+        handle: PluginHandle,
+        outcome: oneshot::Receiver<Ended>,
+        started: Instant,
+    },
+    /// Through the policy.
+    Gated {
+        future: Pin<Box<dyn Future<Output = Finished> + Send>>,
+        cancel: Arc<Cancellation>,
+    },
+    /// The outcome was delivered.
+    Done,
+}
+
+/// The output policy of one call.
+#[derive(Clone)]
+pub(super) struct Output {
+    pub(super) limits: OutputLimits,
+    pub(super) results: Result<Arc<ResultStore>, Arc<str>>,
+    pub(super) run: u32,
+}
+
+impl Output {
+    /// Whether `outcome` is a result over the limits.
+    fn cuts(&self, outcome: &CallOutcome) -> bool {
+        matches!(outcome, CallOutcome::Completed(text) if cut::cut(text, &self.limits).is_some())
+    }
+
+    /// `outcome` as the model sees it: a result over the limits is cut, with a notice
+    /// saying where the whole is; the whole is kept in the result store.
+    fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
+        let CallOutcome::Completed(text) = outcome else {
+            return outcome;
+        };
+        let Some(cut) = cut::cut(&text, &self.limits) else {
+            return CallOutcome::Completed(text);
+        };
+        let id = results::result_id(self.run, call);
+        let stored = match &self.results {
+            Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
+            Err(reason) => Err(reason.to_string()),
+        };
+        let shown = match &stored {
+            Ok(path) => cut::shown(&cut, &Kept::Stored { id: &id, path }),
+            Err(reason) => {
+                tracing::warn!("the whole output of call {call} was not kept: {reason}");
+                cut::shown(&cut, &Kept::Lost(reason.clone()))
+            }
+        };
+        CallOutcome::Completed(shown)
+    }
+}
+
+impl Call {
+    /// The call's id (unique within the runtime).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The id under which the whole output is kept if the result is cut (see
+    /// [`Runtime::result`] and `toolcell result`): unique across runs sharing a store.
+    pub fn result_id(&self) -> String {
+        results::result_id(self.output.run, self.id)
+    }
+
+    /// The progress the plugin reports while the call runs (`ctx:progress`), at most
+    /// one update every 100 ms; each `progress()` reads them from the call's start.
+    pub fn progress(&self) -> ProgressUpdates {
+        self.progress.updates()
+    }
+
+    /// Whether the call's output, when it completes, is the JSON text of a structured
+    /// result (the tool declared an output schema, which the output was checked
+    /// against) that is not in an envelope: what MCP gives as `structuredContent`.
+    pub fn is_structured(&self) -> bool {
+        self.output_validator.is_some() && self.envelope.is_none()
+    }
+
+    /// `outcome` in the call's envelope, when its plugin's output is untrusted.
+    fn enveloped(&self, outcome: CallOutcome) -> CallOutcome {
+        match &self.envelope {
+            Some(envelope) => envelope.wrap_outcome(outcome),
+            None => outcome,
+        }
+    }
+
+    /// Cancels the call; it resolves to a failure that says `reason`.
+    pub fn cancel(&self, reason: &str) {
+        match &self.state {
+            CallState::Running { handle, .. } => handle.cancel(self.id, reason),
+            CallState::Gated { cancel, .. } => cancel.cancel(reason),
+            CallState::Done => {}
+        }
+    }
+
+    /// Counts the call's end and logs it in its span.
+    fn record(&self, finished: &Finished) {
+        self.meter
+            .record(&finished.outcome, finished.ran, finished.fuel);
+        if !traced() {
+            return;
+        }
+        tracing::debug!(
+            parent: &self.span,
+            outcome = finished.outcome.label(),
+            ran_us = finished.ran.map(|ran| ran.as_micros() as u64),
+            fuel = finished.fuel,
+            "call ended"
+        );
+    }
+}
+
+impl Future for Call {
+    type Output = CallOutcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
+        if let Some(keeping) = self.keeping.as_mut() {
+            let kept = std::task::ready!(Pin::new(keeping).poll(cx)).unwrap_or_else(|error| {
+                CallOutcome::Stopped(format!("keeping the result failed: {error}"))
+            });
+            return Poll::Ready(self.enveloped(kept));
+        }
+        let finished = match &mut self.state {
+            CallState::Running {
+                handle,
+                outcome,
+                started,
+            } => {
+                let ended = match Pin::new(outcome).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(ended)) => ended,
+                    Poll::Ready(Err(_)) => Ended::before_running(CallOutcome::Stopped(format!(
+                        "plugin '{}' stopped",
+                        handle.name()
+                    ))),
+                };
+                Finished {
+                    outcome: ended.outcome,
+                    ran: Some(started.elapsed()),
+                    fuel: ended.fuel_used,
+                }
+            }
+            CallState::Gated { future, .. } => match future.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(finished) => finished,
+            },
+            CallState::Done => {
+                return Poll::Ready(CallOutcome::Stopped(
+                    "the call's outcome was already delivered".to_string(),
+                ));
+            }
+        };
+        self.state = CallState::Done;
+        self.record(&finished);
+        let outcome = finished.outcome;
+        // The output is checked whole, cut to what the model may see, then enveloped.
+        let outcome = match &self.output_validator {
+            Some(validator) => checked_output(outcome, validator),
+            None => outcome,
+        };
+        if !self.output.cuts(&outcome) {
+            return Poll::Ready(self.enveloped(outcome));
+        }
+        // Writing the whole output may wait on the disk: not on an async thread.
+        let output = self.output.clone();
+        let call = self.id;
+        match tokio::runtime::Handle::try_current() {
+            Ok(tokio) => {
+                self.keeping = Some(tokio.spawn_blocking(move || output.apply(call, outcome)));
+                self.poll(cx)
+            }
+            Err(_) => Poll::Ready(self.enveloped(output.apply(call, outcome))),
+        }
+    }
+}
+
+/// `outcome`, or the failure of a completed call whose output is not the JSON text of a
+/// value its tool's output schema accepts: the plugin broke the contract it declared.
+fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
+    let CallOutcome::Completed(output) = outcome else {
+        return outcome;
+    };
+    let problem = match serde_json::from_str::<serde_json::Value>(&output) {
+        Ok(value) => match validator.check_output(&value) {
+            Ok(()) => return CallOutcome::Completed(output),
+            Err(problems) => format!("does not match its output schema: {problems}"),
+        },
+        Err(error) => format!(
+            "is not JSON ({error}); a tool with an output schema completes with a JSON value"
+        ),
+    };
+    CallOutcome::BrokeRule(format!("the tool's output {problem}"))
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let ran = match &self.state {
+            CallState::Done => return,
+            CallState::Running {
+                handle, started, ..
+            } => {
+                handle.cancel(self.id, "the caller stopped waiting");
+                Some(started.elapsed())
+            }
+            // Dropping the future cancels the call in the plugin, if it got there.
+            CallState::Gated { .. } => None,
+        };
+        self.record(&Finished {
+            outcome: CallOutcome::Cancelled("cancelled: the caller stopped waiting".to_string()),
+            ran,
+            fuel: 0,
+        });
+    }
+}
