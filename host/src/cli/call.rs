@@ -65,14 +65,14 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CallArgs) -> ExitCod
             approvals,
             ..CallOptions::default()
         };
-        tools.call_with(&args.tool, &args.args, options)
+        tools.call_with(&args.tool, args.args.as_str(), options)
     } else {
         let options = CallOptions {
             approvals,
             ..CallOptions::default()
         };
         match args.scope.session(&tools) {
-            Ok(session) => session.call_with(&tools, &args.tool, &args.args, options),
+            Ok(session) => session.call_with(&tools, &args.tool, args.args.as_str(), options),
             Err(message) => return usage_error(&message),
         }
     };

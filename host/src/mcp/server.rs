@@ -199,8 +199,9 @@ impl SessionState {
                 None,
             ));
         }
-        let args = serde_json::to_string(&request.arguments.unwrap_or_default())
-            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        // As rmcp parsed them: the runtime checks the value and gives the plugin its
+        // text, without parsing them again.
+        let args = request.arguments.unwrap_or_default();
         let approvals = self.approvals.get_or_init(|| {
             Arc::new(approval::for_session(
                 &context.peer,
@@ -221,7 +222,7 @@ impl SessionState {
                 refuse_hidden: true,
                 approvals: Some(approvals.clone()),
             };
-            let started = self.view.call_with(&runtime, &request.name, &args, options);
+            let started = self.view.call_with(&runtime, &request.name, args, options);
             (log, started)
         };
         let mut call = match started {
@@ -236,7 +237,6 @@ impl SessionState {
             }
         };
         let progress = context.meta.get_progress_token();
-        let structured = call.is_structured();
         let mut updates = call.progress();
         // The plugin's own reports replace the heartbeat from the first one on; the
         // updates end with the call.
@@ -285,11 +285,7 @@ impl SessionState {
             }
         }
         // A structured result cut to the output limits is no longer JSON: text only.
-        if structured
-            && let Some(value) = outcome
-                .output()
-                .and_then(|output| serde_json::from_str(output).ok())
-        {
+        if let Some(value) = call.structured() {
             return Ok(CallToolResult::structured(value));
         }
         let text = ContentBlock::text(outcome.model_text());

@@ -5,9 +5,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
-
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 #[cfg(doc)]
@@ -18,8 +15,8 @@ use crate::output::outcome::CallOutcome;
 use crate::output::progress::{ProgressReceiver, ProgressUpdates};
 use crate::output::results::{self, ResultStore};
 use crate::output::stats::ToolMeter;
-use crate::policy::{Cancellation, Finished};
-use crate::sandbox::{Ended, PluginHandle};
+use crate::policy::Cancellation;
+use crate::sandbox::{Ended, PluginCall};
 use crate::tool::validation::SchemaValidator;
 
 /// Whether a tracing subscriber may want a call's span and its events. Checked before
@@ -43,7 +40,8 @@ pub struct Call {
     pub(super) meter: Arc<ToolMeter>,
     /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
     pub(super) span: tracing::Span,
-    pub(super) state: CallState,
+    /// Until the outcome is delivered.
+    pub(super) route: Option<Route>,
     pub(super) progress: ProgressReceiver,
     /// The tool's output schema, compiled: a completed call's output must be the JSON
     /// text of a value it accepts.
@@ -53,22 +51,19 @@ pub struct Call {
     pub(super) keeping: Option<JoinHandle<CallOutcome>>,
     /// Where the outcome's text goes, when the plugin's output is untrusted.
     pub(super) envelope: Option<Envelope>,
+    /// A structured result's value, as its output was checked ([`Call::structured`]).
+    pub(super) structured: Option<serde_json::Value>,
 }
 
-pub(super) enum CallState {
+/// How a call reaches its tool.
+pub(super) enum Route {
     /// Straight to the plugin, which has the call.
-    Running {
-        handle: PluginHandle,
-        outcome: oneshot::Receiver<Ended>,
-        started: Instant,
-    },
-    /// Through the policy.
+    Direct(PluginCall),
+    /// Through the policy; `cancel` cancels it wherever it is.
     Gated {
-        future: Pin<Box<dyn Future<Output = Finished> + Send>>,
+        future: Pin<Box<dyn Future<Output = Ended> + Send>>,
         cancel: Arc<Cancellation>,
     },
-    /// The outcome was delivered.
-    Done,
 }
 
 /// The output policy of one call.
@@ -143,27 +138,35 @@ impl Call {
         }
     }
 
+    /// The value of a structured result ([`Call::is_structured`]) once the call has
+    /// completed with one, as its output was parsed to be checked: the output
+    /// parsed, without parsing it again. None for any other outcome, or a result cut
+    /// to the output limits (its text is no longer JSON). It is handed out once.
+    pub fn structured(&mut self) -> Option<serde_json::Value> {
+        self.structured.take()
+    }
+
     /// Cancels the call; it resolves to a failure that says `reason`.
     pub fn cancel(&self, reason: &str) {
-        match &self.state {
-            CallState::Running { handle, .. } => handle.cancel(self.id, reason),
-            CallState::Gated { cancel, .. } => cancel.cancel(reason),
-            CallState::Done => {}
+        match &self.route {
+            Some(Route::Direct(leg)) => leg.cancel(reason),
+            Some(Route::Gated { cancel, .. }) => cancel.cancel(reason),
+            None => {}
         }
     }
 
     /// Counts the call's end and logs it in its span.
-    fn record(&self, finished: &Finished) {
+    fn record(&self, ended: &Ended) {
         self.meter
-            .record(&finished.outcome, finished.ran, finished.fuel);
+            .record(&ended.outcome, ended.ran, ended.fuel_used);
         if !traced() {
             return;
         }
         tracing::debug!(
             parent: &self.span,
-            outcome = finished.outcome.label(),
-            ran_us = finished.ran.map(|ran| ran.as_micros() as u64),
-            fuel = finished.fuel,
+            outcome = ended.outcome.label(),
+            ran_us = ended.ran.map(|ran| ran.as_micros() as u64),
+            fuel = ended.fuel_used,
             "call ended"
         );
     }
@@ -179,45 +182,26 @@ impl Future for Call {
             });
             return Poll::Ready(self.enveloped(kept));
         }
-        let finished = match &mut self.state {
-            CallState::Running {
-                handle,
-                outcome,
-                started,
-            } => {
-                let ended = match Pin::new(outcome).poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(ended)) => ended,
-                    Poll::Ready(Err(_)) => Ended::before_running(CallOutcome::Stopped(format!(
-                        "plugin '{}' stopped",
-                        handle.name()
-                    ))),
-                };
-                Finished {
-                    outcome: ended.outcome,
-                    ran: Some(started.elapsed()),
-                    fuel: ended.fuel_used,
-                }
-            }
-            CallState::Gated { future, .. } => match future.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(finished) => finished,
-            },
-            CallState::Done => {
+        let ended = match &mut self.route {
+            Some(Route::Direct(leg)) => std::task::ready!(Pin::new(leg).poll(cx)),
+            Some(Route::Gated { future, .. }) => std::task::ready!(future.as_mut().poll(cx)),
+            None => {
                 return Poll::Ready(CallOutcome::Stopped(
                     "the call's outcome was already delivered".to_string(),
                 ));
             }
         };
-        self.state = CallState::Done;
-        self.record(&finished);
-        let outcome = finished.outcome;
+        self.route = None;
+        self.record(&ended);
         // The output is checked whole, cut to what the model may see, then enveloped.
-        let outcome = match &self.output_validator {
-            Some(validator) => checked_output(outcome, validator),
-            None => outcome,
+        let (outcome, structured) = match &self.output_validator {
+            Some(validator) => checked_output(ended.outcome, validator),
+            None => (ended.outcome, None),
         };
         if !self.output.cuts(&outcome) {
+            if self.envelope.is_none() {
+                self.structured = structured;
+            }
             return Poll::Ready(self.enveloped(outcome));
         }
         // Writing the whole output may wait on the disk: not on an async thread.
@@ -235,39 +219,42 @@ impl Future for Call {
 
 /// `outcome`, or the failure of a completed call whose output is not the JSON text of a
 /// value its tool's output schema accepts: the plugin broke the contract it declared.
-fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
+/// With a completed call's output, its value.
+fn checked_output(
+    outcome: CallOutcome,
+    validator: &SchemaValidator,
+) -> (CallOutcome, Option<serde_json::Value>) {
     let CallOutcome::Completed(output) = outcome else {
-        return outcome;
+        return (outcome, None);
     };
     let problem = match serde_json::from_str::<serde_json::Value>(&output) {
         Ok(value) => match validator.check_output(&value) {
-            Ok(()) => return CallOutcome::Completed(output),
+            Ok(()) => return (CallOutcome::Completed(output), Some(value)),
             Err(problems) => format!("does not match its output schema: {problems}"),
         },
         Err(error) => format!(
             "is not JSON ({error}); a tool with an output schema completes with a JSON value"
         ),
     };
-    CallOutcome::BrokeRule(format!("the tool's output {problem}"))
+    (
+        CallOutcome::BrokeRule(format!("the tool's output {problem}")),
+        None,
+    )
 }
 
 impl Drop for Call {
     fn drop(&mut self) {
-        let ran = match &self.state {
-            CallState::Done => return,
-            CallState::Running {
-                handle, started, ..
-            } => {
-                handle.cancel(self.id, "the caller stopped waiting");
-                Some(started.elapsed())
-            }
-            // Dropping the future cancels the call in the plugin, if it got there.
-            CallState::Gated { .. } => None,
+        // Dropping the route cancels the call wherever it is: in the policy, or in
+        // the plugin.
+        let ran = match &self.route {
+            None => return,
+            Some(Route::Direct(leg)) => Some(leg.elapsed()),
+            Some(Route::Gated { .. }) => None,
         };
-        self.record(&Finished {
+        self.record(&Ended {
             outcome: CallOutcome::Cancelled("cancelled: the caller stopped waiting".to_string()),
             ran,
-            fuel: 0,
+            fuel_used: 0,
         });
     }
 }

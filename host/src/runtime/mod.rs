@@ -15,6 +15,7 @@
 //! starts calls, `call` is a call in flight, `error` why a call could not be made.
 
 pub(crate) mod admission;
+mod arguments;
 mod builder;
 mod call;
 pub(crate) mod diagnostic;
@@ -44,6 +45,7 @@ use crate::sandbox::MemoryUse;
 
 use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use crate::tool::info::{ListedTool, ToolInfo};
+pub use arguments::Arguments;
 pub use builder::{BuildError, RuntimeBuilder};
 pub use call::Call;
 pub use error::InvokeError;

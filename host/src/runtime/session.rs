@@ -11,7 +11,7 @@ use crate::policy::{Approvals, PermissionHandler};
 use crate::tool::names::{GlobError, ToolGlob};
 
 use super::registry::Listing;
-use super::{Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
+use super::{Arguments, Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
 
 /// Which tools a session sees: a start (every tool, or none), then globs over names and
 /// paths that add tools to it or remove them, in order; the last glob that matches a
@@ -312,11 +312,11 @@ impl Session {
 
     /// As [`Session::call`], with the id `options` reserved (a session never calls a
     /// hidden tool, whatever `options.refuse_hidden` says).
-    pub fn call_with(
+    pub fn call_with<'a>(
         &self,
         runtime: &Runtime,
         tool: &str,
-        args_json: &str,
+        args: impl Into<Arguments<'a>>,
         options: CallOptions,
     ) -> Result<Call, InvokeError> {
         let view = self.view();
@@ -333,7 +333,7 @@ impl Session {
                 runtime.start(
                     index,
                     tool,
-                    args_json,
+                    args.into(),
                     &self.state.envelope,
                     options.id,
                     approvals,

@@ -3,20 +3,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
-
 use tracing::Instrument;
 
-use super::call::{CallState, Output, traced};
+use super::arguments::Arguments;
+use super::call::{Output, Route, traced};
 use super::error::closest;
 use super::{Call, InvokeError, Runtime, ToolInfo};
-use crate::base::wording::json_kind;
 use crate::output::envelope::Envelope;
 use crate::output::outcome::CallOutcome;
 use crate::output::progress;
 use crate::policy::{Approvals, Cancellation, Gated};
-use crate::tool::strict_schema::drop_optional_nulls;
-use crate::tool::validation::SchemaValidator;
 
 /// How a call is made, beyond its tool and arguments ([`Runtime::call_with`]).
 #[derive(Debug, Default)]
@@ -63,11 +59,13 @@ impl Runtime {
         self.call_with(tool, args_json, CallOptions::default())
     }
 
-    /// As [`Runtime::call`], as `options` say.
-    pub fn call_with(
+    /// As [`Runtime::call`], as `options` say. The arguments may also be a JSON value
+    /// the caller already parsed ([`Arguments`]: an MCP server has its client's), which
+    /// is then not parsed again.
+    pub fn call_with<'a>(
         &self,
         tool: &str,
-        args_json: &str,
+        args: impl Into<Arguments<'a>>,
         options: CallOptions,
     ) -> Result<Call, InvokeError> {
         let callable = |info: &ToolInfo| !(options.refuse_hidden && info.hidden);
@@ -93,7 +91,7 @@ impl Runtime {
         self.start(
             index,
             tool,
-            args_json,
+            args.into(),
             &self.envelope,
             options.id,
             approvals,
@@ -126,7 +124,7 @@ impl Runtime {
         &self,
         index: usize,
         name: &str,
-        args_json: &str,
+        args: Arguments<'_>,
         envelope: &Envelope,
         id: Option<ReservedCallId>,
         approvals: &Arc<Approvals>,
@@ -135,8 +133,8 @@ impl Runtime {
         let entry = &self.entries[index];
         let gate = &self.gates[index];
         let validator = entry.validator.as_deref();
-        let args = match check_arguments(self.max_args_bytes, args_json, info, validator) {
-            Ok(args) => args.unwrap_or_else(|| args_json.to_string()),
+        let args = match args.check(self.max_args_bytes, info, validator) {
+            Ok(args) => args,
             Err(message) => {
                 gate.meter.invalid_arguments();
                 return Err(InvokeError::InvalidArguments {
@@ -155,18 +153,12 @@ impl Runtime {
             tracing::Span::none()
         };
         let (sender, progress) = progress::channel();
-        let state = if gate.is_open(approvals) {
-            let started = Instant::now();
-            let outcome = span.in_scope(|| {
+        let route = if gate.is_open(approvals) {
+            Route::Direct(span.in_scope(|| {
                 entry
                     .handle
-                    .start(id, &info.name, args, info.timeout, sender)
-            });
-            CallState::Running {
-                handle: entry.handle.clone(),
-                outcome,
-                started,
-            }
+                    .start(id, &info.name, args.text, info.timeout, sender)
+            }))
         } else {
             let cancel = Arc::new(Cancellation::default());
             let max_args_bytes = self.max_args_bytes;
@@ -178,18 +170,18 @@ impl Runtime {
                 policy: self.policy.clone(),
                 approvals: approvals.clone(),
                 handle: entry.handle.clone(),
-                arguments: serde_json::from_str(&args).unwrap_or_default(),
-                args,
+                args: args.text,
+                arguments: args.value,
                 check: Box::new(move |arguments| {
-                    let text = arguments.to_string();
                     let (info, validator) = &checked;
-                    check_arguments(max_args_bytes, &text, info, validator.as_deref())
-                        .map(|stripped| stripped.unwrap_or(text))
+                    Arguments::from(arguments.clone())
+                        .check(max_args_bytes, info, validator.as_deref())
+                        .map(|checked| checked.text)
                 }),
                 progress: sender,
                 cancel: cancel.clone(),
             };
-            CallState::Gated {
+            Route::Gated {
                 future: Box::pin(gated.run().instrument(span.clone())),
                 cancel,
             }
@@ -198,7 +190,7 @@ impl Runtime {
             id,
             meter: gate.meter.clone(),
             span,
-            state,
+            route: Some(route),
             progress,
             output_validator: entry.output_validator.clone(),
             output: Output {
@@ -211,6 +203,7 @@ impl Runtime {
                 .untrusted
                 .envelops(&info.plugin)
                 .then(|| envelope.clone()),
+            structured: None,
         })
     }
 
@@ -223,44 +216,4 @@ impl Runtime {
     pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
         Ok(self.call(tool, args_json)?.await)
     }
-}
-
-/// Checks the arguments of a call of the tool `info`: a JSON object of at most
-/// `max_bytes` that satisfies the tool's schema. Returns them as the plugin gets them:
-/// as given (`None`), or without the `null`s a model held to OpenAI's strict mode sends
-/// for optional properties, when only those broke the schema (see
-/// [`crate::tool::strict_schema`]); or what is wrong with them.
-fn check_arguments(
-    max_bytes: usize,
-    args_json: &str,
-    info: &ToolInfo,
-    validator: Option<&SchemaValidator>,
-) -> Result<Option<String>, String> {
-    if args_json.len() > max_bytes {
-        return Err(format!(
-            "they are {} bytes; the limit is {}",
-            args_json.len(),
-            crate::base::limits::format_bytes(max_bytes as u64)
-        ));
-    }
-    let args = match serde_json::from_str::<serde_json::Value>(args_json) {
-        Ok(args @ serde_json::Value::Object(_)) => args,
-        Ok(other) => return Err(format!("expected a JSON object, got {}", json_kind(&other))),
-        Err(error) => return Err(format!("not valid JSON: {error}")),
-    };
-    let Some(validator) = validator else {
-        return Ok(None);
-    };
-    let problems = match validator.check(&args) {
-        Ok(()) => return Ok(None),
-        Err(problems) => problems,
-    };
-    let mut without_nulls = args;
-    if let Some(schema) = &info.params_schema
-        && drop_optional_nulls(&mut without_nulls, schema)
-        && validator.check(&without_nulls).is_ok()
-    {
-        return Ok(Some(without_nulls.to_string()));
-    }
-    Err(problems.to_string())
 }

@@ -21,9 +21,10 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
 
 use super::PluginContext;
+use super::call::{Ended, PluginCall};
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::operations::{CallId, OpEvent};
-use super::supervisor::{CallRequest, Ended, Supervisor};
+use super::supervisor::{CallRequest, Supervisor};
 use crate::output::outcome::CallOutcome;
 use crate::output::progress::ProgressSender;
 use crate::sandbox::wit::ToolSpec;
@@ -76,8 +77,8 @@ impl PluginHandle {
     }
 
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
-    /// plugin's default) and whose progress goes to `progress`; the receiver yields
-    /// its outcome. When the plugin is idle,
+    /// plugin's default) and whose progress goes to `progress`; the returned future
+    /// yields how it ended, and cancels it if dropped first. When the plugin is idle,
     /// the call's first step runs before this returns (at most until running code
     /// first yields, a few milliseconds).
     pub fn start(
@@ -87,8 +88,9 @@ impl PluginHandle {
         args: String,
         timeout: Option<Duration>,
         progress: ProgressSender,
-    ) -> oneshot::Receiver<Ended> {
+    ) -> PluginCall {
         let (reply, outcome) = oneshot::channel();
+        let leg = PluginCall::new(self.clone(), call, outcome);
         let request = CallRequest {
             call,
             tool: tool.to_string(),
@@ -98,7 +100,7 @@ impl PluginHandle {
             progress,
         };
         let Err(request) = self.run_here(request) else {
-            return outcome;
+            return leg;
         };
         if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
             let _ = request
@@ -108,7 +110,7 @@ impl PluginHandle {
                     self.name
                 ))));
         }
-        outcome
+        leg
     }
 
     /// How much memory the plugin's instance holds, measured when the step running
