@@ -48,8 +48,9 @@ pub use output::progress::{BadProgress, Progress, ProgressUpdates};
 pub use policy::plugin_info::PluginInfo;
 pub use runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use runtime::{
-    Arguments, BuildError, Call, CallOptions, InvokeError, ListedTool, PluginUpdate,
-    ReservedCallId, Runtime, RuntimeBuilder, Scope, Session, ToolInfo,
+    Arguments, BuildError, Call, CallOptions, DEFAULT_SEARCH_LIMIT, InvokeError, ListedTool,
+    MAX_SEARCH_LIMIT, PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, SEARCH_TOOLS, Scope,
+    Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;
 pub use services::log_listener::LogListener;

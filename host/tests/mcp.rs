@@ -76,6 +76,17 @@ fn python_client_sees_the_model_view_over_http() {
     python_script("tests/mcp/view.py", &["--transport", "http"]);
 }
 
+/// `serve --deferred` with 1000 tools: `search_tools` finds, lists and tells.
+#[test]
+fn python_client_searches_deferred_tools_over_stdio() {
+    python_script("tests/mcp/search.py", &["--transport", "stdio"]);
+}
+
+#[test]
+fn python_client_searches_deferred_tools_over_http() {
+    python_script("tests/mcp/search.py", &["--transport", "http"]);
+}
+
 #[test]
 fn python_client_over_stdio_with_initialize() {
     python_client("stdio", "legacy");

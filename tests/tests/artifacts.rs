@@ -25,10 +25,10 @@ end })"#;
 
 fn manifest(id: &str, capabilities: Capabilities) -> Manifest {
     Manifest {
-        id: id.to_string(),
         version: semver::Version::new(1, 0, 0),
         description: format!("the {id} plugin"),
         capabilities,
+        ..Manifest::clm_default(id)
     }
 }
 

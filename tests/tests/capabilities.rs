@@ -366,7 +366,7 @@ async fn the_config_files_default_deadline_applies_to_plain_lua_plugins() {
 }
 
 #[tokio::test]
-async fn a_bad_sidecar_refuses_only_its_plugin() {
+async fn a_bad_sidecar_refuses_only_its_plugin_and_an_unknown_key_is_a_warning() {
     let fixture = Fixture::new(&[
         ("a_bad.lua", ASKER),
         ("a_bad.lua.toml", "id = \"Bad Id\"\n"),
@@ -378,21 +378,32 @@ async fn a_bad_sidecar_refuses_only_its_plugin() {
         ),
     ]);
     let runtime = fixture.load().await;
-    let refusals: Vec<_> = runtime
+    let diagnostics: Vec<_> = runtime
         .diagnostics()
         .iter()
         .map(|d| (d.kind, d.severity, d.message.clone()))
         .collect();
-    assert_eq!(refusals.len(), 2, "{refusals:?}");
-    assert_eq!(refusals[0].0, DiagnosticKind::ManifestInvalid);
-    assert_eq!(refusals[0].1, Severity::Error);
+    assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
+    assert_eq!(diagnostics[0].0, DiagnosticKind::ManifestInvalid);
+    assert_eq!(diagnostics[0].1, Severity::Error);
     assert_contains(
-        &refusals[0].2,
+        &diagnostics[0].2,
         &["a_bad.lua", "a_bad.lua.toml", "\"Bad Id\""],
     );
-    assert_eq!(refusals[1].0, DiagnosticKind::ManifestInvalid);
-    assert_contains(&refusals[1].2, &["b_typo.lua.toml", "unknown field `file`"]);
+    // The misspelt key is ignored, and said: the plugin loads without what it meant to
+    // ask for (a sidecar's omitted `files` asks for none).
+    assert_eq!(diagnostics[1].0, DiagnosticKind::ManifestUnknownKey);
+    assert_eq!(diagnostics[1].1, Severity::Warning);
+    assert_contains(
+        &diagnostics[1].2,
+        &["b_typo.lua", "b_typo.lua.toml", "`capabilities.file`"],
+    );
     assert_eq!(output(&runtime, "fine", "{}").await, "fine");
+    std::fs::write(fixture.root().join("note.txt"), "hi").expect("write");
+    assert_contains(
+        &failure(&runtime, "b_typo/read", r#"{"path":"note.txt"}"#).await,
+        &["plugin 'b_typo' has no file access"],
+    );
 }
 
 #[tokio::test]

@@ -12,7 +12,15 @@
 //! files = "read-only"            # "none", "read-only" or "read-write"
 //! memory_mib = 16                # the memory it needs
 //! timeout_ms = 10000             # the default deadline of its tools' calls
+//!
+//! [requires]                     # plugins it needs, with the versions it works with
+//! "acme/http-utils" = ">=1.2, <2"
 //! ```
+//!
+//! `conflicts = ["old/weather"]` names plugins it cannot run beside; `author`, `license`,
+//! `homepage`, `repository` and `keywords` say who made it and where it lives. Keys
+//! toolcell does not know are ignored and kept in [`Manifest::unknown_keys`], so that
+//! loading warns about them instead of refusing a plugin written for a newer format.
 //!
 //! A `.wasm` plugin carries it in a custom section named [`MANIFEST_SECTION`]. A `.lua`
 //! plugin may have one beside it (`NAME.lua.toml`, see [`sidecar_path`]); without one it
@@ -21,6 +29,7 @@
 //! [`lua_plugin_manifest`], so they agree on it and on its id ([`lua_id`]).
 //! What a plugin finally gets is the intersection with the user's policy (`grants`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -47,6 +56,65 @@ pub struct Manifest {
     pub description: String,
     /// What it asks to be allowed to do.
     pub capabilities: Capabilities,
+    /// Who made it and where it lives: shown to the user, never acted on.
+    pub about: About,
+    /// The plugins it needs and those it cannot run beside.
+    pub dependencies: Dependencies,
+    /// The keys of the document toolcell does not know (`capabilities.file`), sorted:
+    /// ignored, and reported as a warning when the plugin loads.
+    pub unknown_keys: Vec<String>,
+}
+
+/// What a manifest says about where a plugin comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct About {
+    /// Who wrote it (`"Ada Lovelace <ada@example.org>"`).
+    pub author: Option<String>,
+    /// Its licence, as an SPDX expression (`"MIT OR Apache-2.0"`).
+    pub license: Option<String>,
+    /// Its web page: an `http` or `https` URL.
+    pub homepage: Option<String>,
+    /// Where its source is: an `http` or `https` URL.
+    pub repository: Option<String>,
+    /// Words to find it by.
+    pub keywords: Vec<String>,
+}
+
+/// The other plugins a plugin depends on, or cannot run beside.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dependencies {
+    /// Plugins that must be loaded for this one to load, in the order of their ids.
+    pub requires: Vec<Requirement>,
+    /// Ids of plugins this one cannot be loaded beside.
+    pub conflicts: Vec<String>,
+}
+
+impl Dependencies {
+    /// Whether the plugin names no other plugin.
+    pub fn is_empty(&self) -> bool {
+        self.requires.is_empty() && self.conflicts.is_empty()
+    }
+}
+
+/// One plugin a plugin requires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement {
+    /// The required plugin's id; a name without a namespace also finds the one loaded
+    /// plugin of that name in any namespace.
+    pub id: String,
+    /// The versions that satisfy it (`">=1.2, <2"`; `"*"`: any).
+    pub versions: semver::VersionReq,
+}
+
+impl fmt::Display for Requirement {
+    /// `'acme/http-utils' >=1.2, <2`, or `'acme/http-utils'` when any version does.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "'{}'", self.id)?;
+        if self.versions != semver::VersionReq::STAR {
+            write!(f, " {}", self.versions)?;
+        }
+        Ok(())
+    }
 }
 
 /// The capabilities a manifest asks for.
@@ -112,9 +180,9 @@ impl fmt::Display for HttpAsk {
 #[error("{0}")]
 pub struct ManifestError(pub String);
 
-/// The document as written: every field optional, unknown fields refused.
+/// The document as written: every field optional; fields it does not know are collected
+/// by `serde_ignored` as it parses.
 #[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 struct Document {
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<String>,
@@ -122,12 +190,26 @@ struct Document {
     version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    author: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    license: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    homepage: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repository: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    keywords: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    conflicts: Vec<String>,
+    // Tables after plain values: TOML cannot write a plain key after a table.
     #[serde(default)]
     capabilities: CapabilitiesDocument,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    requires: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 struct CapabilitiesDocument {
     #[serde(skip_serializing_if = "Option::is_none")]
     http: Option<Vec<String>>,
@@ -163,6 +245,9 @@ impl Manifest {
                 memory_mib: None,
                 timeout_ms: None,
             },
+            about: About::default(),
+            dependencies: Dependencies::default(),
+            unknown_keys: Vec::new(),
         }
     }
 
@@ -187,8 +272,15 @@ impl Manifest {
     }
 
     fn parse_with(text: &str, omitted: Omitted<'_>) -> Result<Manifest, ManifestError> {
-        let document: Document =
-            toml::from_str(text).map_err(|error| ManifestError(toml_error(&error)))?;
+        let mut unknown_keys = Vec::new();
+        let document: Document = toml::Deserializer::parse(text)
+            .and_then(|deserializer| {
+                serde_ignored::deserialize(deserializer, |path| {
+                    unknown_keys.push(path.to_string());
+                })
+            })
+            .map_err(|error| ManifestError(toml_error(&error)))?;
+        unknown_keys.sort();
         let id = match (document.id, &omitted) {
             (Some(id), _) => id,
             (None, Omitted::LuaFile(default_id)) => default_id.to_string(),
@@ -223,6 +315,15 @@ impl Manifest {
                 "`capabilities.timeout_ms` must be at least 1".to_string(),
             ));
         }
+        for (key, url) in [
+            ("homepage", &document.homepage),
+            ("repository", &document.repository),
+        ] {
+            if let Some(url) = url {
+                check_url(key, url)?;
+            }
+        }
+        let dependencies = parse_dependencies(&id, document.requires, document.conflicts)?;
         Ok(Manifest {
             id,
             version,
@@ -233,6 +334,15 @@ impl Manifest {
                 memory_mib: capabilities.memory_mib,
                 timeout_ms: capabilities.timeout_ms,
             },
+            about: About {
+                author: document.author,
+                license: document.license,
+                homepage: document.homepage,
+                repository: document.repository,
+                keywords: document.keywords,
+            },
+            dependencies,
+            unknown_keys,
         })
     }
 
@@ -242,12 +352,24 @@ impl Manifest {
             id: Some(self.id.clone()),
             version: Some(self.version.to_string()),
             description: Some(self.description.clone()),
+            author: self.about.author.clone(),
+            license: self.about.license.clone(),
+            homepage: self.about.homepage.clone(),
+            repository: self.about.repository.clone(),
+            keywords: self.about.keywords.clone(),
+            conflicts: self.dependencies.conflicts.clone(),
             capabilities: CapabilitiesDocument {
                 http: Some(self.capabilities.http.to_strings()),
                 files: Some(self.capabilities.files),
                 memory_mib: self.capabilities.memory_mib,
                 timeout_ms: self.capabilities.timeout_ms,
             },
+            requires: self
+                .dependencies
+                .requires
+                .iter()
+                .map(|requirement| (requirement.id.clone(), requirement.versions.to_string()))
+                .collect(),
         };
         // Serializing plain strings, numbers and lists cannot fail.
         toml::to_string(&document).unwrap_or_default()
@@ -297,6 +419,69 @@ pub fn check_id(id: &str) -> Result<(), ManifestError> {
         }
     }
     Ok(())
+}
+
+/// Checks that `url`, the manifest's `key`, is an `http` or `https` URL.
+fn check_url(key: &str, url: &str) -> Result<(), ManifestError> {
+    match url::Url::parse(url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(()),
+        Ok(parsed) => Err(ManifestError(format!(
+            "`{key}` {url:?} is a {} URL; give an http or https one",
+            parsed.scheme()
+        ))),
+        Err(error) => Err(ManifestError(format!(
+            "`{key}` {url:?} is not a URL ({error})"
+        ))),
+    }
+}
+
+/// The `requires` table and `conflicts` list of the plugin `id`: ids (a requirement's
+/// versions a semver requirement), none of them the plugin itself, none in both.
+fn parse_dependencies(
+    id: &str,
+    requires: BTreeMap<String, String>,
+    conflicts: Vec<String>,
+) -> Result<Dependencies, ManifestError> {
+    let plugin_id = |key: &str, other: &str| {
+        check_id(other).map_err(|error| {
+            ManifestError(format!("`{key}` names {other:?}, not a plugin id: {error}"))
+        })?;
+        if other == id {
+            return Err(ManifestError(format!(
+                "`{key}` names the plugin itself ({other:?})"
+            )));
+        }
+        Ok(())
+    };
+    let mut required = Vec::with_capacity(requires.len());
+    for (other, versions) in requires {
+        plugin_id("requires", &other)?;
+        let versions = semver::VersionReq::parse(&versions).map_err(|error| {
+            ManifestError(format!(
+                "`requires` {other:?}: {versions:?} is not a version requirement like \
+                 \">=1.2, <2\" or \"*\" ({error})"
+            ))
+        })?;
+        required.push(Requirement {
+            id: other,
+            versions,
+        });
+    }
+    for (index, other) in conflicts.iter().enumerate() {
+        plugin_id("conflicts", other)?;
+        if required.iter().any(|requirement| requirement.id == *other) {
+            return Err(ManifestError(format!(
+                "`conflicts` names {other:?}, which `requires` names too"
+            )));
+        }
+        if conflicts[..index].contains(other) {
+            return Err(ManifestError(format!("`conflicts` names {other:?} twice")));
+        }
+    }
+    Ok(Dependencies {
+        requires: required,
+        conflicts,
+    })
 }
 
 fn parse_http(hosts: &[String]) -> Result<HttpAsk, ManifestError> {
@@ -551,12 +736,44 @@ mod tests {
             ("id = \"X\"\nversion = \"1.0.0\"", "contains 'X'"),
             ("id = \"x\"\nversion = \"one\"", "not a semantic version"),
             (
-                "id = \"x\"\nversion = \"1.0.0\"\nfoo = 1",
-                "unknown field `foo`",
+                "id = \"x\"\nversion = \"1.0.0\"\nkeywords = \"a\"",
+                "invalid type: string \"a\", expected a sequence",
             ),
             (
-                "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nfile = \"none\"",
-                "unknown field `file`",
+                "id = \"x\"\nversion = \"1.0.0\"\nhomepage = \"ftp://a.example\"",
+                "is a ftp URL",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\nrepository = \"example.org/x\"",
+                "`repository` \"example.org/x\" is not a URL",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[requires]\n\"Acme/X\" = \"1\"",
+                "`requires` names \"Acme/X\", not a plugin id",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[requires]\ny = \">=1.2 <2 3\"",
+                "`requires` \"y\": \">=1.2 <2 3\" is not a version requirement",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[requires]\ny = 2",
+                "invalid type: integer `2`, expected a string",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\n[requires]\nx = \"*\"",
+                "`requires` names the plugin itself",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\nconflicts = [\"x\"]",
+                "`conflicts` names the plugin itself",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\nconflicts = [\"y\"]\n[requires]\ny = \"*\"",
+                "`conflicts` names \"y\", which `requires` names too",
+            ),
+            (
+                "id = \"x\"\nversion = \"1.0.0\"\nconflicts = [\"y\", \"y\"]",
+                "`conflicts` names \"y\" twice",
             ),
             (
                 "id = \"x\"\nversion = \"1.0.0\"\n[capabilities]\nfiles = \"all\"",
@@ -585,6 +802,62 @@ mod tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn metadata_and_dependencies_parse_and_round_trip() {
+        let text = r#"
+            id = "acme/app"
+            version = "2.0.0"
+            author = "Ada <ada@example.org>"
+            license = "MIT OR Apache-2.0"
+            homepage = "https://example.org/app"
+            repository = "https://example.org/app.git"
+            keywords = ["notes", "search"]
+            conflicts = ["old/app"]
+            [requires]
+            "acme/http-utils" = ">=1.2, <2"
+            json = "*"
+        "#;
+        let manifest = Manifest::parse(text).expect("parses");
+        assert_eq!(
+            manifest.about.author.as_deref(),
+            Some("Ada <ada@example.org>")
+        );
+        assert_eq!(manifest.about.license.as_deref(), Some("MIT OR Apache-2.0"));
+        assert_eq!(manifest.about.keywords, ["notes", "search"]);
+        let requires: Vec<String> = manifest
+            .dependencies
+            .requires
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        // In the order of their ids; a requirement of any version shows none.
+        assert_eq!(requires, ["'acme/http-utils' >=1.2, <2", "'json'"]);
+        assert!(
+            manifest.dependencies.requires[0]
+                .versions
+                .matches(&semver::Version::new(1, 9, 3))
+        );
+        assert_eq!(manifest.dependencies.conflicts, ["old/app"]);
+        assert!(manifest.unknown_keys.is_empty());
+        assert_eq!(Manifest::parse(&manifest.to_toml()), Ok(manifest));
+    }
+
+    #[test]
+    fn unknown_keys_are_kept_to_warn_about_not_refused() {
+        let text = "id = \"x\"\nversion = \"1.0.0\"\nfoo = 1\nbar = { baz = 2 }\n\
+                    [capabilities]\nfile = \"read-only\"\nfiles = \"read-only\"";
+        let manifest = Manifest::parse(text).expect("parses");
+        assert_eq!(manifest.unknown_keys, ["bar", "capabilities.file", "foo"]);
+        assert_eq!(manifest.capabilities.files, FileAccess::ReadOnly);
+        // What `pack` embeds leaves them out.
+        assert!(
+            Manifest::parse(&manifest.to_toml())
+                .expect("parses")
+                .unknown_keys
+                .is_empty()
+        );
     }
 
     #[test]

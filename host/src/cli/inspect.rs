@@ -48,6 +48,16 @@ fn as_json(report: &Report) -> serde_json::Value {
             "id": manifest.id,
             "version": manifest.version.to_string(),
             "description": manifest.description,
+            "author": manifest.about.author,
+            "license": manifest.about.license,
+            "homepage": manifest.about.homepage,
+            "repository": manifest.about.repository,
+            "keywords": manifest.about.keywords,
+            "requires": manifest.dependencies.requires.iter()
+                .map(|requirement| (requirement.id.clone(), json!(requirement.versions.to_string())))
+                .collect::<serde_json::Map<_, _>>(),
+            "conflicts": manifest.dependencies.conflicts,
+            "unknown_keys": manifest.unknown_keys,
             "capabilities": {
                 "http": manifest.capabilities.http.to_string(),
                 "files": manifest.capabilities.files.as_str(),
@@ -142,10 +152,36 @@ fn as_text(report: &Report) -> String {
 
 fn manifest_lines(manifest: &Manifest) -> Vec<String> {
     let asks = &manifest.capabilities;
-    vec![
+    let about = &manifest.about;
+    let mut lines = vec![
         format!("id:           {}", manifest.id),
         format!("version:      {}", manifest.version),
         format!("description:  {}", manifest.description),
+    ];
+    let requires: Vec<String> = manifest
+        .dependencies
+        .requires
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let optional = [
+        ("author:      ", about.author.clone()),
+        ("license:     ", about.license.clone()),
+        ("homepage:    ", about.homepage.clone()),
+        ("repository:  ", about.repository.clone()),
+        ("keywords:    ", Some(about.keywords.join(", "))),
+        ("requires:    ", Some(requires.join(", "))),
+        (
+            "conflicts:   ",
+            Some(manifest.dependencies.conflicts.join(", ")),
+        ),
+    ];
+    for (label, value) in optional {
+        if let Some(value) = value.filter(|value| !value.is_empty()) {
+            lines.push(format!("{label} {value}"));
+        }
+    }
+    lines.extend([
         "capabilities:".to_string(),
         format!("  http:       {}", asks.http),
         format!("  files:      {}", asks.files),
@@ -159,5 +195,6 @@ fn manifest_lines(manifest: &Manifest) -> Vec<String> {
             asks.timeout_ms
                 .map_or("the policy's default".to_string(), |ms| format!("{ms} ms"))
         ),
-    ]
+    ]);
+    lines
 }

@@ -50,6 +50,11 @@ pub(super) struct ServeArgs {
     /// refused (HTTP 503) until one ends.
     #[arg(long, value_name = "N", requires = "http", default_value_t = mcp::DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// List only the tools that are not deferred, and `search_tools`, which finds the
+    /// others and adds them to the session's list (`[tools] deferred`; a plugin's
+    /// `[plugins.ID] defer` decides for its own tools).
+    #[arg(long)]
+    deferred: bool,
     /// How many connections each listener (--http, --metrics) keeps open at once;
     /// another is answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..))]
@@ -116,7 +121,14 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCo
     // Plugins log to the router, which forwards to the MCP clients that ask.
     let logs = Arc::new(LogRouter::default());
     let mut builder = match args.plugins.builder(&[]) {
-        Ok(builder) => args.output.apply(builder).log_listener(logs.clone()),
+        Ok(builder) => {
+            let builder = args.output.apply(builder).log_listener(logs.clone());
+            if args.deferred {
+                builder.deferred(true)
+            } else {
+                builder
+            }
+        }
         Err(message) => return usage_error(&message),
     };
     // Whoever could read it could call every tool; whoever could replace it, lock

@@ -324,10 +324,9 @@ mod tests {
 
     fn manifest(capabilities: Capabilities) -> Manifest {
         Manifest {
-            id: "p".to_string(),
             version: semver::Version::new(1, 0, 0),
-            description: String::new(),
             capabilities,
+            ..Manifest::clm_default("p")
         }
     }
 
@@ -418,15 +417,14 @@ mod tests {
     /// allows.
     fn greedy(id: &str) -> Manifest {
         Manifest {
-            id: id.to_string(),
             version: semver::Version::new(1, 0, 0),
-            description: String::new(),
             capabilities: Capabilities {
                 http: HttpAsk::Any,
                 files: FileAccess::ReadWrite,
                 memory_mib: Some(1024),
                 timeout_ms: Some(3_600_000),
             },
+            ..Manifest::clm_default(id)
         }
     }
 

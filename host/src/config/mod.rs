@@ -94,8 +94,9 @@ const TOOL_MAX_CONCURRENT: &str = "max_concurrent";
 pub struct Config {
     /// `[tools.NAME]`: each plugin's `clm.config` (less `max_concurrent`, which is
     /// toolcell's); a `description` there is also what the model reads about tool NAME.
+    /// And `[tools] deferred`.
     #[serde(default)]
-    pub tools: BTreeMap<String, toml::Table>,
+    pub tools: ToolsSection,
     /// `[aliases]`: ALIAS = "TOOL" (a path or a name); the model sees the tool as ALIAS.
     #[serde(default)]
     pub aliases: BTreeMap<String, String>,
@@ -124,6 +125,17 @@ pub struct Config {
     /// plugins may not read or change it.
     #[serde(skip)]
     path: Option<PathBuf>,
+}
+
+/// `[tools]`: a table per plugin or tool, and one setting of toolcell's among them.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct ToolsSection {
+    /// `[tools] deferred`: whether tools are listed only once `search_tools` finds
+    /// them, unless their plugin's `[plugins.ID] defer` says otherwise.
+    pub deferred: Option<bool>,
+    /// `[tools.NAME]`, by NAME.
+    #[serde(flatten)]
+    pub tables: BTreeMap<String, toml::Table>,
 }
 
 /// `[files]`: the file root and the most file access a plugin may be granted.
@@ -251,6 +263,9 @@ pub struct PluginSection {
     /// over `[output]`.
     #[serde(default)]
     pub output: PluginOutputSection,
+    /// Whether this plugin's tools are listed only once `search_tools` finds them,
+    /// over `[tools] deferred`.
+    pub defer: Option<bool>,
 }
 
 /// `[plugins.ID.output]`: one plugin's output limits, and whether its output is
@@ -371,7 +386,7 @@ impl Config {
                 )));
             }
         }
-        for (name, table) in &config.tools {
+        for (name, table) in &config.tools.tables {
             if let Some(description) = table.get(DESCRIPTION_KEY)
                 && !description.is_str()
             {
@@ -391,6 +406,7 @@ impl Config {
     /// The descriptions `[tools.NAME] description` gives, by NAME.
     pub fn tool_descriptions(&self) -> HashMap<String, String> {
         self.tools
+            .tables
             .iter()
             .filter_map(|(name, table)| {
                 let description = table.get(DESCRIPTION_KEY)?.as_str()?;
@@ -415,7 +431,7 @@ impl Config {
     /// `[tools.NAME] max_concurrent` of every tool that sets it.
     pub fn tool_caps(&self) -> Result<HashMap<String, usize>, ConfigError> {
         let mut caps = HashMap::new();
-        for (name, table) in &self.tools {
+        for (name, table) in &self.tools.tables {
             let Some(value) = table.get(TOOL_MAX_CONCURRENT) else {
                 continue;
             };
@@ -444,6 +460,7 @@ impl Config {
     /// toolcell's own key, `max_concurrent`.
     pub fn tool_config_json(&self) -> HashMap<String, String> {
         self.tools
+            .tables
             .iter()
             .map(|(name, table)| {
                 let mut table = table.clone();

@@ -150,7 +150,8 @@ pub async fn inspect(path: &Path, engine: &Engine) -> Result<Report, InspectErro
 
 /// Loads the plugin file `path` alone, as `call` would, but with no files to touch (its
 /// root is an empty directory and its access none), for looking at a plugin without
-/// running it for real (`inspect`, `pack`'s check). Returns the runtime and what loading
+/// running it for real (`inspect`, `pack`'s check); the plugins it requires are not
+/// there, so its requirements are not checked. Returns the runtime and what loading
 /// reported, less the capability cut that this implies, which is not the plugin's
 /// problem.
 pub async fn load_without_files(
@@ -164,6 +165,7 @@ pub async fn load_without_files(
         .file_access(FileAccess::None)
         .trust(TrustPolicy::default())
         .engine(engine.clone())
+        .ignoring_dependencies()
         .build()
         .await?;
     let diagnostics = runtime

@@ -50,7 +50,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
     ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
@@ -65,7 +65,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::logging::{CallLog, Rate};
 use super::{FLOOR_TOOL, ServerState, approval, direct};
 use crate::policy::Approvals;
-use crate::{CallOptions, InvokeError, ListedTool, Progress, Session, tool::schema};
+use crate::{CallOptions, InvokeError, ListedTool, Progress, SEARCH_TOOLS, Session, tool::schema};
 
 /// How soon after its start a call with a progress token first reports progress (a
 /// call that ends sooner reports none).
@@ -202,6 +202,11 @@ impl SessionState {
         // As rmcp parsed them: the runtime checks the value and gives the plugin its
         // text, without parsing them again.
         let args = request.arguments.unwrap_or_default();
+        // The session's own tool: the name is kept for it whenever tools may be
+        // deferred, so no plugin's tool answers to it then.
+        if request.name == SEARCH_TOOLS && self.shared.runtime().offers_tool_search() {
+            return self.search(args, &context).await;
+        }
         let approvals = self.approvals.get_or_init(|| {
             Arc::new(approval::for_session(
                 &context.peer,
@@ -287,6 +292,47 @@ impl SessionState {
         // A structured result cut to the output limits is no longer JSON: text only.
         if let Some(value) = call.structured() {
             return Ok(CallToolResult::structured(value));
+        }
+        let text = ContentBlock::text(outcome.model_text());
+        Ok(if outcome.is_completed() {
+            CallToolResult::success(vec![text])
+        } else {
+            CallToolResult::error(vec![text])
+        })
+    }
+
+    /// A call of `search_tools`: when it found tools the session did not list, the
+    /// client is told its list changed.
+    async fn search(
+        &self,
+        args: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let before = self.view.found_tools().len();
+        let started = self.view.call_with(
+            &self.shared.runtime(),
+            SEARCH_TOOLS,
+            args,
+            CallOptions {
+                refuse_hidden: true,
+                ..CallOptions::default()
+            },
+        );
+        let outcome = match started {
+            Ok(call) => call.await,
+            Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
+                return Err(ErrorData::invalid_params(error.to_string(), None));
+            }
+            Err(error @ InvokeError::InvalidArguments { .. }) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    error.to_string(),
+                )]));
+            }
+        };
+        if self.view.found_tools().len() > before
+            && let Err(error) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::debug!("cannot send a list-changed notification: {error}");
         }
         let text = ContentBlock::text(outcome.model_text());
         Ok(if outcome.is_completed() {
@@ -382,7 +428,7 @@ impl ServerHandler for ToolServer {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_logging();
-        if self.shared.options.watch {
+        if self.shared.options.watch || self.shared.runtime().offers_tool_search() {
             capabilities = capabilities.enable_tool_list_changed();
         }
         let mut info = ServerConfig::new(capabilities.build());

@@ -222,12 +222,21 @@ fn read_lua(
             )
         });
     }
+    let warnings = sidecar
+        .and_then(|sidecar| {
+            unknown_keys(
+                &manifest,
+                &format!("its manifest {}", file_name(&sidecar.path)),
+            )
+        })
+        .into_iter()
+        .collect();
     Ok(Source {
         manifest,
         code: Code::EmbeddedLua,
         script: Some(script),
         signer: None,
-        warnings: Vec::new(),
+        warnings,
     })
 }
 
@@ -301,6 +310,7 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
             format!("its manifest: {error}"),
         )
     })?;
+    warnings.extend(unknown_keys(&manifest, "its manifest"));
     let script = artifact
         .script()
         .map_err(|error| Refusal::new(DiagnosticKind::LoadFailed, error.to_string()))?
@@ -323,4 +333,26 @@ pub(crate) fn admit_component(bytes: &[u8], admission: &Admission<'_>) -> Result
         signer,
         warnings,
     })
+}
+
+/// The warning about the keys `manifest` (`whose`, as a message names it) has that
+/// toolcell does not know, if it has any: ignored, so that a plugin written for a newer
+/// manifest format still loads, but said, since one may be a typo.
+fn unknown_keys(manifest: &Manifest, whose: &str) -> Option<(DiagnosticKind, Severity, String)> {
+    if manifest.unknown_keys.is_empty() {
+        return None;
+    }
+    let keys: Vec<String> = manifest
+        .unknown_keys
+        .iter()
+        .map(|key| format!("`{key}`"))
+        .collect();
+    Some((
+        DiagnosticKind::ManifestUnknownKey,
+        Severity::Warning,
+        format!(
+            "{whose} has keys toolcell does not know, which it ignores: {}",
+            keys.join(", ")
+        ),
+    ))
 }

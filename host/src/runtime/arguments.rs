@@ -65,6 +65,17 @@ pub(super) struct Checked {
 }
 
 impl Arguments<'_> {
+    /// The arguments parsed, for what the host answers itself (`search_tools`); or
+    /// why text is not JSON.
+    pub(super) fn into_value(self) -> Result<Value, String> {
+        match self.0 {
+            Given::Text(text) => {
+                serde_json::from_str(&text).map_err(|error| format!("not valid JSON: {error}"))
+            }
+            Given::Value(value) => Ok(value),
+        }
+    }
+
     /// Checks the arguments of a call of the tool `info`: a JSON object of at most
     /// `max_bytes` (as text) that satisfies the tool's schema. The text the plugin
     /// gets is the text given, or without the `null`s a model held to OpenAI's strict

@@ -38,6 +38,7 @@ use super::Runtime;
 use super::loader::{Loader, Policy};
 use super::plugin::{FileIds, PluginDirs, PluginEntry, PluginFile};
 use super::registry::{Names, Naming};
+use super::search::{Deferral, SEARCH_TOOLS};
 
 /// Why the runtime could not be built. These are the user's mistakes (exit code 2 in
 /// the CLI), never a plugin's.
@@ -117,6 +118,10 @@ pub struct RuntimeBuilder {
     untrusted_output: Option<UntrustedOutput>,
     /// `None`: the configuration's, or the engine cache's `results/`.
     results: Option<Option<ResultStore>>,
+    /// Whether plugins' `requires` and `conflicts` are ignored.
+    alone: bool,
+    /// `None`: the configuration's `[tools] deferred`, else off.
+    deferred: Option<bool>,
     /// Files the embedder's host reads for itself (a bearer token, a key), with what
     /// messages call them.
     host_files: Vec<(&'static str, PathBuf)>,
@@ -308,6 +313,24 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether sessions list a tool only once `search_tools` finds it (`serve
+    /// --deferred`), over the configuration's `[tools] deferred`; a plugin's own
+    /// `[plugins.ID] defer` still decides for its tools. Either way, a session offers
+    /// `search_tools` while some tool in its scope is deferred, and the name
+    /// `search_tools` is kept for it (see docs/tool-search.md).
+    pub fn deferred(mut self, deferred: bool) -> Self {
+        self.deferred = Some(deferred);
+        self
+    }
+
+    /// Registers every plugin whatever it requires or conflicts with: for a plugin file
+    /// loaded by itself to be looked at (`inspect`, `pack`'s check), where what it
+    /// requires is not there by design.
+    pub(crate) fn ignoring_dependencies(mut self) -> Self {
+        self.alone = true;
+        self
+    }
+
     /// Finds the plugin files, checks and loads each into its own sandbox
     /// (concurrently), and registers their tools in a deterministic order. A plugin
     /// that is refused or fails to load is reported in [`Runtime::diagnostics`] and
@@ -373,6 +396,21 @@ impl RuntimeBuilder {
             meters: Meters::default(),
             approvals: Arc::new(Approvals::new(self.on_permission)),
         };
+        let deferral = Deferral {
+            default: self
+                .deferred
+                .or(self.config.tools.deferred)
+                .unwrap_or(false),
+            plugins: self
+                .config
+                .plugins
+                .iter()
+                .filter_map(|(id, plugin)| Some((id.clone(), plugin.defer?)))
+                .collect(),
+        };
+        if deferral.is_possible() {
+            self.reserved.insert(SEARCH_TOOLS.to_string());
+        }
         let naming = Naming {
             aliases: self
                 .config
@@ -437,6 +475,8 @@ impl RuntimeBuilder {
             loader,
             policy: Arc::new(call_policy),
             gates: Vec::new(),
+            ignore_dependencies: self.alone,
+            deferral,
         };
         runtime.rebuild();
         for diagnostic in &runtime.diagnostics {

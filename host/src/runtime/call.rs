@@ -4,15 +4,16 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::task::JoinHandle;
 
-#[cfg(doc)]
-use super::Runtime;
+use super::{Runtime, ToolInfo};
 use crate::output::cut::{self, Kept, OutputLimits};
 use crate::output::envelope::Envelope;
 use crate::output::outcome::CallOutcome;
-use crate::output::progress::{ProgressReceiver, ProgressUpdates};
+use crate::output::progress::{self, ProgressReceiver, ProgressUpdates};
 use crate::output::results::{self, ResultStore};
 use crate::output::stats::ToolMeter;
 use crate::policy::Cancellation;
@@ -64,6 +65,8 @@ pub(super) enum Route {
         future: Pin<Box<dyn Future<Output = Ended> + Send>>,
         cancel: Arc<Cancellation>,
     },
+    /// Answered by the host itself (`search_tools`).
+    Answered(CallOutcome),
 }
 
 /// The output policy of one call.
@@ -106,6 +109,28 @@ impl Output {
 }
 
 impl Call {
+    /// A call of `tool` the host answered itself with `outcome` (`search_tools`),
+    /// counted and cut as any other.
+    pub(super) fn answered(runtime: &Runtime, tool: &ToolInfo, outcome: CallOutcome) -> Call {
+        let (_, progress) = progress::channel();
+        Call {
+            id: runtime.next_call.fetch_add(1, Ordering::Relaxed),
+            meter: runtime.policy.meters.tool(&tool.name, &tool.plugin),
+            span: tracing::Span::none(),
+            route: Some(Route::Answered(outcome)),
+            progress,
+            output_validator: None,
+            output: Output {
+                limits: OutputLimits::default(),
+                results: runtime.results.clone(),
+                run: runtime.run,
+            },
+            keeping: None,
+            envelope: None,
+            structured: None,
+        }
+    }
+
     /// The call's id (unique within the runtime).
     pub fn id(&self) -> u64 {
         self.id
@@ -151,7 +176,7 @@ impl Call {
         match &self.route {
             Some(Route::Direct(leg)) => leg.cancel(reason),
             Some(Route::Gated { cancel, .. }) => cancel.cancel(reason),
-            None => {}
+            Some(Route::Answered(_)) | None => {}
         }
     }
 
@@ -185,6 +210,11 @@ impl Future for Call {
         let ended = match &mut self.route {
             Some(Route::Direct(leg)) => std::task::ready!(Pin::new(leg).poll(cx)),
             Some(Route::Gated { future, .. }) => std::task::ready!(future.as_mut().poll(cx)),
+            Some(Route::Answered(outcome)) => Ended {
+                outcome: std::mem::replace(outcome, CallOutcome::Completed(String::new())),
+                ran: Some(Duration::ZERO),
+                fuel_used: 0,
+            },
             None => {
                 return Poll::Ready(CallOutcome::Stopped(
                     "the call's outcome was already delivered".to_string(),
@@ -247,7 +277,7 @@ impl Drop for Call {
         // Dropping the route cancels the call wherever it is: in the policy, or in
         // the plugin.
         let ran = match &self.route {
-            None => return,
+            Some(Route::Answered(_)) | None => return,
             Some(Route::Direct(leg)) => Some(leg.elapsed()),
             Some(Route::Gated { .. }) => None,
         };

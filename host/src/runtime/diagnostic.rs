@@ -91,6 +91,16 @@ pub enum DiagnosticKind {
     AliasUnresolved,
     /// A tool's description is longer than the model is shown; it was cut.
     DescriptionCut,
+    /// The manifest has keys toolcell does not know; they were ignored.
+    ManifestUnknownKey,
+    /// A plugin the manifest `requires` is not loaded; this one is not loaded.
+    PluginNotInstalled,
+    /// A required plugin is loaded, but in a version the requirement does not accept.
+    PluginVersionMismatch,
+    /// A requirement by a name without a namespace finds several loaded plugins.
+    PluginAmbiguous,
+    /// The manifest `conflicts` with a loaded plugin; this one is not loaded.
+    PluginConflict,
 }
 
 impl DiagnosticKind {
@@ -113,6 +123,11 @@ impl DiagnosticKind {
             DiagnosticKind::IdMismatch => "id_mismatch",
             DiagnosticKind::AliasUnresolved => "alias_unresolved",
             DiagnosticKind::DescriptionCut => "description_cut",
+            DiagnosticKind::ManifestUnknownKey => "manifest_unknown_key",
+            DiagnosticKind::PluginNotInstalled => "plugin_not_installed",
+            DiagnosticKind::PluginVersionMismatch => "plugin_version_mismatch",
+            DiagnosticKind::PluginAmbiguous => "plugin_ambiguous",
+            DiagnosticKind::PluginConflict => "plugin_conflict",
         }
     }
 }

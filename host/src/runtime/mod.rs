@@ -18,6 +18,7 @@ pub(crate) mod admission;
 mod arguments;
 mod builder;
 mod call;
+mod dependencies;
 pub(crate) mod diagnostic;
 mod error;
 mod loader;
@@ -26,6 +27,7 @@ mod plugin;
 mod registry;
 #[cfg(feature = "watch")]
 pub mod reload;
+mod search;
 mod session;
 mod start;
 
@@ -50,6 +52,7 @@ pub use builder::{BuildError, RuntimeBuilder};
 pub use call::Call;
 pub use error::InvokeError;
 pub use plugin::PluginUpdate;
+pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
 pub use session::{Scope, Session};
 pub use start::{CallOptions, ReservedCallId};
 
@@ -99,6 +102,11 @@ pub struct Runtime {
     policy: Arc<Policy>,
     /// What the policy does with each tool's calls, parallel to `tools`.
     gates: Vec<Arc<Gate>>,
+    /// Whether plugins register whatever they require or conflict with
+    /// ([`RuntimeBuilder::ignoring_dependencies`]).
+    ignore_dependencies: bool,
+    /// Which tools a session lists only once `search_tools` finds them.
+    deferral: search::Deferral,
 }
 
 impl Runtime {
@@ -116,6 +124,13 @@ impl Runtime {
     /// wire name of a path (see [`crate::tool::names::wire_name`]).
     pub fn tool(&self, name: &str) -> Option<&ToolInfo> {
         self.names.resolve(name).map(|index| &self.tools[index])
+    }
+
+    /// Whether some tools may be deferred (`serve --deferred`, `[tools] deferred`,
+    /// `[plugins.ID] defer`): sessions then offer `search_tools` while any tool in
+    /// their scope is left to find, and their lists change as it finds them.
+    pub fn offers_tool_search(&self) -> bool {
+        self.deferral.is_possible()
     }
 
     /// The tag of the envelope around the output of calls made without a session
@@ -285,8 +300,11 @@ impl Runtime {
         Some(self.apply(update))
     }
 
-    /// Derives the registry from the plugins in load order: the first plugin with an
-    /// id and the first registration of a name win, later ones are reported.
+    /// Derives the registry from the plugins in file order: the first plugin with an
+    /// id wins it; plugins whose requirements or conflicts fail are left out, and the
+    /// rest register in file order, each after the plugins it requires
+    /// (`dependencies`); the first registration of a name wins. What is left out is
+    /// reported.
     fn rebuild(&mut self) {
         self.infos.clear();
         self.tools.clear();
@@ -302,9 +320,11 @@ impl Runtime {
         // A file added after a plugin of the same id loaded refuses both, as a fresh
         // build would: an id names one plugin file.
         let ids = FileIds::of(self.plugins.iter().map(|plugin| &plugin.file));
-        for plugin in &self.plugins {
+        // The plugins that loaded and hold their id, in file order.
+        let mut present = Vec::with_capacity(self.plugins.len());
+        for (index, plugin) in self.plugins.iter().enumerate() {
             self.diagnostics.extend(plugin.diagnostics.iter().cloned());
-            let Some(info) = &plugin.info else {
+            if plugin.info.is_none() {
                 if let Some(failure) = plugin
                     .diagnostics
                     .iter()
@@ -313,7 +333,7 @@ impl Runtime {
                     mark_unavailable(&mut self.unavailable, plugin, &failure.message);
                 }
                 continue;
-            };
+            }
             if let Some(shared) = ids.shared(&plugin.file) {
                 let refusal = Refusal::new(DiagnosticKind::IdCollision, shared);
                 let collision = plugin::refusal_diagnostic(&plugin.file, refusal);
@@ -321,6 +341,27 @@ impl Runtime {
                 self.diagnostics.push(collision);
                 continue;
             }
+            present.push(index);
+        }
+        let resolution = if self.ignore_dependencies {
+            dependencies::Resolution {
+                order: present,
+                refused: Vec::new(),
+            }
+        } else {
+            dependencies::resolve(&self.plugins, &present)
+        };
+        for (index, refusal) in resolution.refused {
+            mark_unavailable(
+                &mut self.unavailable,
+                &self.plugins[index],
+                &refusal.message,
+            );
+            self.diagnostics.push(refusal);
+        }
+        for index in resolution.order {
+            let plugin = &self.plugins[index];
+            let Some(info) = &plugin.info else { continue };
             self.infos.push(info.clone());
             if plugin.tools.is_empty() {
                 self.diagnostics.push(Diagnostic {

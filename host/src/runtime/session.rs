@@ -1,7 +1,7 @@
 //! What one model sees: a [`Session`]'s scope (which tools it is shown and may call),
 //! its description overrides, and the envelope of its untrusted output.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::CallOutcome;
@@ -11,6 +11,7 @@ use crate::policy::{Approvals, PermissionHandler};
 use crate::tool::names::{GlobError, ToolGlob};
 
 use super::registry::Listing;
+use super::search::{self, Query, SEARCH_TOOLS};
 use super::{Arguments, Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
 
 /// Which tools a session sees: a start (every tool, or none), then globs over names and
@@ -175,6 +176,9 @@ struct View {
     scope: Scope,
     /// Description overrides by name (alias, plain name or path).
     descriptions: HashMap<String, String>,
+    /// The paths of the deferred tools `search_tools` found: listed and callable from
+    /// then on.
+    found: HashSet<String>,
 }
 
 impl Default for Session {
@@ -258,22 +262,81 @@ impl Session {
     }
 
     /// The tools this session's model sees, in load order: each tool in scope that
-    /// is not hidden, once per name it is shown under.
+    /// is not hidden, once per name it is shown under; of the deferred tools, only
+    /// those `search_tools` found, and `search_tools` itself (last) while any is left
+    /// to find.
     pub fn tools(&self, runtime: &Runtime) -> Vec<ListedTool> {
         let view = self.view();
         let grants = runtime.grants_by_plugin();
-        runtime
+        let mut undiscovered = false;
+        let mut tools: Vec<ListedTool> = runtime
             .names
             .listed()
             .iter()
-            .filter(|listing| view.shows(runtime, listing))
-            .filter(|listing| runtime.permits_listing(listing.tool))
+            .filter(|listing| view.offers(runtime, listing))
+            .filter(|listing| {
+                let found = view.discovered(runtime, listing);
+                undiscovered |= !found;
+                found
+            })
             .map(|listing| {
                 let tool = &runtime.tools[listing.tool];
                 let description = view.description(runtime, listing);
                 runtime.listed(tool, listing.name.clone(), description, &grants)
             })
+            .collect();
+        if undiscovered {
+            let tool = search::search_tool();
+            tools.push(ListedTool {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                tool,
+                read_only: true,
+                open_world: false,
+                enveloped: false,
+            });
+        }
+        tools
+    }
+
+    /// Finds the deferred tools in scope that fit `query` best (at most `limit`; see
+    /// docs/tool-search.md), best first, and adds them to the tools the session lists
+    /// and may call: what the model's call of `search_tools` does.
+    pub fn search_tools(&self, runtime: &Runtime, query: &str, limit: usize) -> Vec<ListedTool> {
+        let mut view = self.view_mut();
+        let grants = runtime.grants_by_plugin();
+        let candidates: Vec<&Listing> = runtime
+            .names
+            .listed()
+            .iter()
+            .filter(|listing| view.offers(runtime, listing))
+            .filter(|listing| runtime.deferral.defers(&runtime.tools[listing.tool].plugin))
+            .collect();
+        let descriptions: Vec<String> = candidates
+            .iter()
+            .map(|listing| view.description(runtime, listing))
+            .collect();
+        let documents: Vec<(&str, &str)> = candidates
+            .iter()
+            .zip(&descriptions)
+            .map(|(listing, description)| (listing.name.as_str(), description.as_str()))
+            .collect();
+        search::rank(query, &documents, limit)
+            .into_iter()
+            .map(|hit| {
+                let (listing, description) = (candidates[hit], &descriptions[hit]);
+                let tool = &runtime.tools[listing.tool];
+                view.found.insert(tool.path.clone());
+                runtime.listed(tool, listing.name.clone(), description.clone(), &grants)
+            })
             .collect()
+    }
+
+    /// The paths of the deferred tools `search_tools` found so far, sorted.
+    pub fn found_tools(&self) -> Vec<String> {
+        let mut found: Vec<String> = self.view().found.iter().cloned().collect();
+        found.sort();
+        found
     }
 
     /// The globs of the scope that match no tool of `runtime` (`!` before a removing
@@ -319,13 +382,17 @@ impl Session {
         args: impl Into<Arguments<'a>>,
         options: CallOptions,
     ) -> Result<Call, InvokeError> {
+        let args = args.into();
+        if tool == SEARCH_TOOLS && runtime.deferral.is_possible() {
+            return self.call_search(runtime, args);
+        }
         let view = self.view();
         let in_scope = |index: usize| {
-            runtime
-                .names
-                .listed()
-                .iter()
-                .any(|listing| listing.tool == index && view.shows(runtime, listing))
+            runtime.names.listed().iter().any(|listing| {
+                listing.tool == index
+                    && view.shows(runtime, listing)
+                    && view.discovered(runtime, listing)
+            })
         };
         match runtime.names.resolve(tool).filter(|&index| in_scope(index)) {
             Some(index) => {
@@ -333,7 +400,7 @@ impl Session {
                 runtime.start(
                     index,
                     tool,
-                    args.into(),
+                    args,
                     &self.state.envelope,
                     options.id,
                     approvals,
@@ -345,6 +412,7 @@ impl Session {
                     .listed()
                     .iter()
                     .filter(|listing| view.shows(runtime, listing))
+                    .filter(|listing| view.discovered(runtime, listing))
                     .map(|listing| listing.name.as_str())
                     .collect();
                 Err(match runtime.names.resolve(tool) {
@@ -357,6 +425,32 @@ impl Session {
                 })
             }
         }
+    }
+
+    /// A call of `search_tools`: its outcome, the JSON text of the tools found
+    /// (`{"tools": [{"name", "description", "input_schema"}]}`), is ready at once.
+    fn call_search(&self, runtime: &Runtime, args: Arguments<'_>) -> Result<Call, InvokeError> {
+        let query = Query::parse(args).map_err(|message| InvokeError::InvalidArguments {
+            tool: SEARCH_TOOLS.to_string(),
+            message,
+        })?;
+        let found: Vec<serde_json::Value> = self
+            .search_tools(runtime, &query.text, query.limit)
+            .into_iter()
+            .map(|tool| {
+                serde_json::json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": crate::tool::schema::parameters(&tool.tool),
+                })
+            })
+            .collect();
+        let text = serde_json::json!({ "tools": found }).to_string();
+        Ok(Call::answered(
+            runtime,
+            &search::search_tool(),
+            CallOutcome::Completed(text),
+        ))
     }
 
     /// Calls `tool` as [`Session::call`] does and waits for its outcome.
@@ -429,6 +523,17 @@ impl Runtime {
 impl View {
     fn shows(&self, runtime: &Runtime, listing: &Listing) -> bool {
         self.scope.contains(&names_of(runtime, listing))
+    }
+
+    /// Whether the session may be shown `listing` at all: in scope, and not denied.
+    fn offers(&self, runtime: &Runtime, listing: &Listing) -> bool {
+        self.shows(runtime, listing) && runtime.permits_listing(listing.tool)
+    }
+
+    /// Whether `listing`'s tool is not deferred, or `search_tools` found it.
+    fn discovered(&self, runtime: &Runtime, listing: &Listing) -> bool {
+        let tool = &runtime.tools[listing.tool];
+        !runtime.deferral.defers(&tool.plugin) || self.found.contains(&tool.path)
     }
 
     /// The session's override, else the configuration's, else the plugin's; an

@@ -60,3 +60,36 @@ fn check_reports_problems_with_codes_and_fails_only_on_errors() {
         "{missing}"
     );
 }
+
+#[test]
+fn check_reports_unmet_requirements_and_unknown_manifest_keys() {
+    let plugins = plugin_dir(&[
+        ("app.lua", &tool_plugin("app", "app")),
+        (
+            "app.lua.toml",
+            "version = \"1.0.0\"\nhomepage = \"https://example.org/app\"\n\
+             colour = \"blue\"\n[requires]\n\"acme/utils\" = \">=2\"\n",
+        ),
+        ("acme+utils.lua", &tool_plugin("util", "u")),
+        ("acme+utils.lua.toml", "version = \"1.5.0\"\n"),
+    ]);
+    let output = toolcell_run(&["check", path_str(plugins.path())]);
+    assert_eq!(
+        output.code,
+        Some(1),
+        "an unmet requirement is an error{output}"
+    );
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "warning[manifest_unknown_key] plugin app.lua: its manifest app.lua.toml has keys \
+             toolcell does not know, which it ignores: `colour`",
+            "error[plugin_version_mismatch] plugin 'app' 1.0.0 (app.lua) requires plugin \
+             'acme/utils' >=2, but plugin 'acme/utils' 1.5.0 (acme+utils.lua) does not satisfy it; \
+             it is not loaded",
+            "1 plugin loaded, 1 tool; 1 error, 1 warning",
+        ],
+        "{output}"
+    );
+}

@@ -24,7 +24,7 @@ use toolcell::config::Config;
 use toolcell::engine::Options;
 use toolcell::http::HostGrant;
 use toolcell::limits::MIB;
-use toolcell::manifest::{MANIFEST_SECTION, Manifest};
+use toolcell::manifest::{self, MANIFEST_SECTION, Manifest};
 use toolcell::policy::{Answer, PermissionPrompt};
 use toolcell::results::ResultStore;
 use toolcell::{Call, CallOutcome, Engine, Runtime, Scope, Session, Severity};
@@ -447,10 +447,24 @@ fn install_plugin(attack: &Attack, form: Form, plugins: &Path) -> Result<String,
             };
             let file = format!("{}.lua", attack.name);
             let bytes = std::fs::read(folder.join(&from)).map_err(|e| format!("{from}: {e}"))?;
+            // Its sidecar manifest, when the attack is on what a manifest says.
+            let sidecar = manifest::sidecar_path(&folder.join(&file));
+            let sidecar = std::fs::read_to_string(&sidecar).ok();
             match form {
-                Form::Lua => (file, bytes),
+                Form::Lua => {
+                    if let Some(text) = &sidecar {
+                        let name = format!("{file}.toml");
+                        std::fs::write(plugins.join(&name), text)
+                            .map_err(|e| format!("{name}: {e}"))?;
+                    }
+                    (file, bytes)
+                }
                 Form::Packed => {
-                    let manifest = Manifest::clm_default(attack.name);
+                    let manifest = match &sidecar {
+                        Some(text) => Manifest::parse_sidecar(text, attack.name)
+                            .map_err(|error| format!("{file}.toml: {error}"))?,
+                        None => Manifest::clm_default(attack.name),
+                    };
                     let packed = toolcell::pack::pack_lua(&bytes, &manifest)
                         .map_err(|error| format!("packing {file}: {error}"))?;
                     (format!("{}.wasm", attack.name), packed)

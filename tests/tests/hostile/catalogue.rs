@@ -659,6 +659,17 @@ fn protocol() -> Vec<Attack> {
         )
     };
     vec![
+        attack(Protocol, "conflicts_canary", "a manifest that conflicts with another plugin")
+            .load_fails(
+                "plugin 'conflicts_canary' 0.0.0 (conflicts_canary.lua) conflicts with plugin \
+                 'aaa_canary' 0.0.0 (aaa_canary.lua), which loaded; it is not loaded (remove one \
+                 of the two)",
+            ),
+        attack(Protocol, "requires_canary", "a manifest that requires another plugin's name in every namespace")
+            .load_fails(
+                "plugin 'requires_canary' 0.0.0 (requires_canary.lua) requires plugin \
+                 'nobody/aaa_canary' =9.9.9, but no loaded plugin has that id; it is not loaded",
+            ),
         attack(Protocol, "huge_failure", "failure messages of several megabytes")
             .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
             .fails("error_huge", "{}", &cut("y", MIB as usize)),
