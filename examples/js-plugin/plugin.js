@@ -1,6 +1,6 @@
 // An example toolcell plugin in JavaScript. Build it with
 //   TOOLCELL=target/release/toolcell tools/build-js-plugin examples/js-plugin js-example.wasm
-import { plugin, tool } from './toolcell.js';
+import { content, plugin, tool } from './toolcell.js';
 
 export const guest = plugin([
   tool({
@@ -74,6 +74,31 @@ export const guest = plugin([
       const words = args.text.split(/\s+/).filter((word) => word.length > 0);
       words.forEach((_, index) => ctx.progress(index + 1, words.length));
       return { words: words.length };
+    },
+  }),
+  tool({
+    name: 'js_show',
+    description: 'Shows a picture and where its data is',
+    noPrompt: true,
+    *run(_args, _ctx) {
+      return content([
+        { type: 'text', text: 'a picture:' },
+        { type: 'image', data: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0xff]), mimeType: 'image/png' },
+        { type: 'resource_link', uri: 'file:///data.csv', name: 'data.csv' },
+      ]);
+    },
+  }),
+  tool({
+    name: 'js_ask',
+    description: 'Asks the user for a name',
+    noPrompt: true,
+    *run(_args, ctx) {
+      const answer = yield ctx.ask('Who are you?', {
+        type: 'object',
+        properties: { name: { type: 'string', default: 'nobody' } },
+        required: ['name'],
+      });
+      return answer.action === 'accepted' ? `hello ${answer.content.name}` : answer.action;
     },
   }),
 ]);

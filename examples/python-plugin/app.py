@@ -3,7 +3,7 @@
     TOOLCELL=target/release/toolcell tools/build-python-plugin examples/python-plugin python-example.wasm
 """
 
-from toolcell_plugin import Plugin
+from toolcell_plugin import Content, Plugin
 
 plugin = Plugin()
 
@@ -91,6 +91,25 @@ async def count_words(args, ctx):
     for done in range(1, len(words) + 1):
         ctx.progress(done, len(words))
     return {"words": len(words)}
+
+
+@plugin.tool("py_show", "Shows a picture and where its data is", no_prompt=True)
+async def show(args, ctx):
+    return Content([
+        {"type": "text", "text": "a picture:"},
+        {"type": "image", "data": bytes([0x89, 0x50, 0x4E, 0x47, 0xFF]), "mime_type": "image/png"},
+        {"type": "resource_link", "uri": "file:///data.csv", "name": "data.csv"},
+    ])
+
+
+@plugin.tool("py_ask", "Asks the user for a name", no_prompt=True)
+async def ask(args, ctx):
+    answer = await ctx.ask("Who are you?", {
+        "type": "object",
+        "properties": {"name": {"type": "string", "default": "nobody"}},
+        "required": ["name"],
+    })
+    return f"hello {answer.content['name']}" if answer.action == "accepted" else answer.action
 
 
 Guest = plugin.guest_class()

@@ -15,13 +15,14 @@
 //   ]);
 //
 // Handlers are generator functions: `yield` an operation (ctx.sleep, ctx.httpGet,
-// ctx.http) or a task (ctx.spawn) to wait for its result. Promises cannot be used:
+// ctx.http, ctx.ask) or a task (ctx.spawn) to wait for its result. A handler returns a
+// string, a JSON value, or `content([...parts])` for a result of several parts. Promises cannot be used:
 // their continuations run as microtasks, after a step has already returned to the host,
 // while a generator is resumed by this layer inside the step, when the host delivers
 // the outcome. The host never blocks on the plugin, and the plugin never sees an
 // operation id.
 
-import * as host from 'toolcell:plugin/host@0.2.0';
+import * as host from 'toolcell:plugin/host@0.3.0';
 
 let pluginName = '';
 let debugLog = false;
@@ -70,6 +71,63 @@ class Task {
 
 /** Raised when the host refuses an operation or an HTTP exchange fails. */
 export class ToolError extends Error {}
+
+/** A result of several parts, in order, for a handler to return. Each part is
+ * { type: 'text', text }, { type: 'image' | 'audio', data: Uint8Array, mimeType },
+ * { type: 'resource_link', uri, name, mimeType? } or
+ * { type: 'resource', uri, mimeType?, text | data }. */
+export function content(parts) {
+  if (!Array.isArray(parts) || parts.length === 0) {
+    throw new ToolError('content takes a non-empty array of parts');
+  }
+  return new Content(parts.map(contentPart));
+}
+
+class Content {
+  constructor(parts) {
+    this.parts = parts;
+  }
+}
+
+function bytes(value, what) {
+  if (typeof value === 'string') return new TextEncoder().encode(value);
+  if (value instanceof Uint8Array) return value;
+  throw new ToolError(`${what} must be a Uint8Array or a string`);
+}
+
+function contentPart(part, index) {
+  const where = `part ${index + 1}`;
+  const need = (key) => {
+    if (typeof part[key] !== 'string') throw new ToolError(`${where} (${part.type}) needs ${key}, a string`);
+    return part[key];
+  };
+  switch (part && part.type) {
+    case 'text':
+      return { tag: 'text', val: need('text') };
+    case 'image':
+    case 'audio':
+      return { tag: part.type, val: { data: bytes(part.data, `${where}: data`), mimeType: need('mimeType') } };
+    case 'resource_link':
+      return { tag: 'resource-link', val: { uri: need('uri'), name: need('name'), mimeType: part.mimeType } };
+    case 'resource': {
+      const contents =
+        part.text !== undefined
+          ? { tag: 'text', val: need('text') }
+          : { tag: 'blob', val: bytes(part.data, `${where}: data`) };
+      return { tag: 'resource', val: { uri: need('uri'), mimeType: part.mimeType, contents } };
+    }
+    default:
+      throw new ToolError(`${where}: unknown type ${JSON.stringify(part && part.type)}`);
+  }
+}
+
+function answerOutcome(outcome) {
+  if (outcome.tag !== 'answered') throw new ToolError('the host answered a question with something else');
+  const answer = outcome.val;
+  if (answer.tag === 'accepted') return { action: 'accepted', content: JSON.parse(answer.val) };
+  if (answer.tag === 'unanswered') throw new ToolError(answer.val);
+  return { action: answer.tag };
+}
 
 function hostCall(fn) {
   try {
@@ -183,6 +241,18 @@ class Ctx {
     );
   }
 
+  /** Asks the user of the caller: `message`, and the form of the answer (a JSON
+   * Schema object of flat string, number, integer, boolean or enum fields, with
+   * optional defaults). Yield it: the result is { action: 'accepted', content },
+   * { action: 'declined' } or { action: 'cancelled' }; a ToolError says why nobody
+   * could answer. The wait does not count against the call's deadline. */
+  ask(message, schema) {
+    const op = hostCall(() =>
+      host.askStart(this.call, { message: String(message), schema: JSON.stringify(schema) }),
+    );
+    return new Operation(op, answerOutcome);
+  }
+
   /** Appends a line to the debug log (nothing when the user did not enable it). */
   log(message) {
     if (debugLog) host.log(String(message));
@@ -265,7 +335,7 @@ class Call {
       this.ready.push({
         id,
         value: undefined,
-        error: new ToolError('a handler may only yield ctx.sleep, ctx.http, ctx.httpGet or a task of its own call'),
+        error: new ToolError('a handler may only yield ctx.sleep, ctx.http, ctx.httpGet, ctx.ask or a task of its own call'),
       });
     }
   }
@@ -281,6 +351,8 @@ class Call {
         this.result = { tag: 'failed', val: error instanceof Error ? error.message : String(error) };
       } else if (typeof value === 'string') {
         this.result = { tag: 'completed', val: value };
+      } else if (value instanceof Content) {
+        this.result = { tag: 'completed-content', val: value.parts };
       } else {
         this.result = { tag: 'completed', val: JSON.stringify(value ?? null) };
       }
@@ -325,6 +397,7 @@ export function plugin(tools) {
         hidden: Boolean(spec.hidden),
         title: spec.title,
         outputSchema: spec.outputSchema === undefined ? undefined : JSON.stringify(spec.outputSchema),
+        taskSupport: spec.taskSupport || 'optional',
       }));
     },
 
@@ -343,9 +416,10 @@ export function plugin(tools) {
       return settle(callId, call);
     },
 
-    resume(callId, op, outcome) {
+    resume(callId, op, outcome, deadline) {
       const call = calls.get(callId);
       if (!call) return { tag: 'failed', val: 'the invocation is unknown to the plugin' };
+      call.deadline = deadline;
       call.deliver(op, outcome);
       return settle(callId, call);
     },

@@ -17,6 +17,16 @@
 ---@field hidden? boolean Leave the tool out of the list the model sees; it can still be called by name.
 ---@field title? string A short human-readable name for user interfaces (MCP's `title`).
 ---@field output_schema? table The JSON Schema (type "object") of the tool's structured result; complete with `ctx:complete_json`.
+---@field task? "optional"|"required"|"forbidden" Whether a client may run calls as tasks it polls for (default "optional"); "required" for a tool that runs too long to wait for.
+
+--- One part of a result of several parts (`ctx:complete_content`).
+---@class clm.ContentPart
+---@field type "text"|"image"|"audio"|"resource_link"|"resource"
+---@field text? string A text part's text, or a resource's contents as text.
+---@field data? string The raw bytes of an image, an audio clip or a resource (the host encodes them).
+---@field mime_type? string The MIME type ("image/png"); required for images and audio.
+---@field uri? string Where a resource link or an embedded resource is.
+---@field name? string A resource link's name.
 
 --- The context of one tool call, the second argument of `invoke`. Only the call's main
 --- coroutine may end it.
@@ -32,6 +42,23 @@ function Ctx:complete(result) end
 --- a tool with an `output_schema` completes this way, and the host checks the value.
 ---@param value any
 function Ctx:complete_json(value) end
+
+--- Ends the call successfully with a result of several parts, in order: text, images,
+--- audio, resource links, embedded resources. Raw bytes go in `data`; the host encodes
+--- them, and a caller that shows text only reads each binary part as one line.
+---@param parts clm.ContentPart[]
+function Ctx:complete_content(parts) end
+
+--- Asks the user of the caller (an MCP client's user, the terminal, the embedder) to
+--- fill in a small form: a JSON Schema object (as a table) of flat string, number,
+--- integer, boolean or enum fields, each with an optional default. Waits for the
+--- answer without blocking; the wait does not count against the call's deadline.
+--- Returns the answer table, or nil and "declined", "cancelled" or why nobody answered.
+---@param message string
+---@param schema table
+---@return table|nil answer
+---@return string? reason
+function Ctx:ask(message, schema) end
 
 --- Reports how far the call has come: `done` units (0 or more), out of `total` (more
 --- than 0) when known. The caller gets the latest report at most every 100 ms.

@@ -82,6 +82,69 @@ def _timer_outcome(outcome):
         raise ToolError("the host answered a timer with something else")
 
 
+class Answer:
+    """How the user answered ``ctx.ask``: ``action`` is "accepted" (``content`` holds
+    the filled-in form, a dict), "declined" or "cancelled"."""
+
+    def __init__(self, action, content=None):
+        self.action = action
+        self.content = content
+
+
+def _answer_outcome(outcome):
+    if not isinstance(outcome, types.OpOutcome_Answered):
+        raise ToolError("the host answered a question with something else")
+    answer = outcome.value
+    if isinstance(answer, types.Answer_Accepted):
+        return Answer("accepted", json.loads(answer.value))
+    if isinstance(answer, types.Answer_Unanswered):
+        raise ToolError(answer.value)
+    return Answer("declined" if isinstance(answer, types.Answer_Declined) else "cancelled")
+
+
+class Content:
+    """A result of several parts, in order, for a handler to return. Each part is a
+    dict: {"type": "text", "text": ...}, {"type": "image" | "audio", "data": bytes,
+    "mime_type": ...}, {"type": "resource_link", "uri": ..., "name": ...,
+    "mime_type": optional} or {"type": "resource", "uri": ..., "mime_type": optional,
+    "text" or "data": ...}."""
+
+    def __init__(self, parts):
+        if not parts:
+            raise ToolError("Content takes a non-empty list of parts")
+        self.parts = [_content_part(index, part) for index, part in enumerate(parts)]
+
+
+def _content_part(index, part):
+    where = f"part {index + 1}"
+    kind = part.get("type") if isinstance(part, dict) else None
+
+    def need(key, expected=str):
+        value = part.get(key)
+        if isinstance(value, str) and expected is bytes:
+            value = value.encode("utf-8")
+        if not isinstance(value, expected):
+            raise ToolError(f"{where} ({kind}) needs {key}, {expected.__name__}")
+        return value
+
+    if kind == "text":
+        return types.ContentPart_Text(need("text"))
+    if kind in ("image", "audio"):
+        media = types.Media(data=need("data", bytes), mime_type=need("mime_type"))
+        return types.ContentPart_Image(media) if kind == "image" else types.ContentPart_Audio(media)
+    if kind == "resource_link":
+        return types.ContentPart_ResourceLink(types.ResourceLink(
+            uri=need("uri"), name=need("name"), mime_type=part.get("mime_type")))
+    if kind == "resource":
+        if "text" in part:
+            contents = types.ResourceContents_Text(need("text"))
+        else:
+            contents = types.ResourceContents_Blob(need("data", bytes))
+        return types.ContentPart_Resource(types.EmbeddedResource(
+            uri=need("uri"), mime_type=part.get("mime_type"), contents=contents))
+    raise ToolError(f"{where}: unknown type {kind!r}")
+
+
 class Task:
     """A spawned task; awaiting it waits for its result."""
 
@@ -121,6 +184,15 @@ class Ctx:
             raise ToolError(f"sleep expects a non-negative number of milliseconds, got {ms}")
         op = _host_call(host.timer_start, self.call_id, int(-(-ms // 1)))
         return _Operation(op, _timer_outcome)
+
+    def ask(self, message, schema):
+        """Asks the user of the caller: ``message``, and the form of the answer (a JSON
+        Schema object of flat string, number, integer, boolean or enum fields, with
+        optional defaults). Await it for an ``Answer``; a ToolError says why nobody could
+        answer. The wait does not count against the call's deadline."""
+        question = types.Question(message=str(message), schema=json.dumps(schema))
+        op = _host_call(host.ask_start, self.call_id, question)
+        return _Operation(op, _answer_outcome)
 
     def spawn(self, coroutine):
         """Runs a coroutine as a child task; await the returned task for its result.
@@ -243,7 +315,8 @@ class _Call:
                 target.joiners.append(task_id)
         else:
             self.ready.append((task_id, None, ToolError(
-                "a handler may only await ctx.sleep, ctx.http, ctx.http_get or a task of its own call"
+                "a handler may only await ctx.sleep, ctx.http, ctx.http_get, ctx.ask or a task "
+                "of its own call"
             )))
 
     def _finish(self, task_id, task, value, error):
@@ -258,6 +331,8 @@ class _Call:
                 self.result = types.CallState_Failed(str(error) or type(error).__name__)
             elif isinstance(value, str):
                 self.result = types.CallState_Completed(value)
+            elif isinstance(value, Content):
+                self.result = types.CallState_CompletedContent(value.parts)
             else:
                 self.result = types.CallState_Completed(json.dumps(value))
 
@@ -280,10 +355,19 @@ class Plugin:
         self.debug_log = False
 
     def tool(self, name, description="", schema=None, timeout_ms=None, no_prompt=False,
-             hidden=False, title=None, output_schema=None):
+             hidden=False, title=None, output_schema=None, task_support="optional"):
         """Registers an ``async def handler(args, ctx)`` as a tool. A tool with an
         ``output_schema`` (an object schema) returns a value the schema accepts: the
-        host checks it and MCP clients get it as structured content."""
+        host checks it and MCP clients get it as structured content. A handler may
+        return a ``Content`` of several parts instead of text. ``task_support`` says
+        whether calls may run as tasks: "optional", "required" or "forbidden"."""
+        supports = {
+            "optional": types.TaskSupport.OPTIONAL,
+            "required": types.TaskSupport.REQUIRED,
+            "forbidden": types.TaskSupport.FORBIDDEN,
+        }
+        if task_support not in supports:
+            raise ValueError(f"tool {name!r}: task_support must be one of {', '.join(supports)}")
         if not isinstance(name, str) or not _TOOL_NAME.match(name):
             raise ValueError(f"tool name {name!r} must be 1 to 64 letters, digits, '_' or '-'")
         if name in self.tools:
@@ -309,6 +393,7 @@ class Plugin:
                     hidden=hidden,
                     title=title,
                     output_schema=None if output_schema is None else json.dumps(output_schema),
+                    task_support=supports[task_support],
                 ),
                 handler,
             )
@@ -346,10 +431,11 @@ class Plugin:
                 running.add(entry[1](args, Ctx(plugin, call, tool, args_json)))
                 return plugin._settle(call, running)
 
-            def resume(self, call, op, outcome):
+            def resume(self, call, op, outcome, deadline):
                 running = plugin.calls.get(call)
                 if running is None:
                     return types.CallState_Failed("the invocation is unknown to the plugin")
+                running.deadline = deadline
                 running.deliver(op, outcome)
                 return plugin._settle(call, running)
 

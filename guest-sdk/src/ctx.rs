@@ -10,9 +10,20 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
-use crate::bindings::{HttpRequest, OpOutcome, host};
+use crate::bindings::{Answer, HttpRequest, OpOutcome, Question, host};
 use crate::executor::{self, CallId, JoinSlot, Operation, SharedSlot, TaskId};
 use crate::protocol;
+
+/// How the user answered [`Ctx::ask`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserAnswer {
+    /// The user filled in the form: an object the form accepts.
+    Accepted(serde_json::Map<String, serde_json::Value>),
+    /// The user declined to answer.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
+}
 
 /// The context of one tool invocation. Cheap to clone: move clones into spawned tasks.
 #[derive(Clone)]
@@ -136,9 +147,33 @@ impl Ctx {
                 body: response.body,
             }),
             OpOutcome::HttpError(message) => Err(Error::new(message)),
-            OpOutcome::TimerFired => {
-                Err(Error::new("the host answered an HTTP request with a timer"))
-            }
+            _ => Err(Error::new(
+                "the host answered an HTTP request with something else",
+            )),
+        }
+    }
+
+    /// Asks the user of the caller a question: `message`, and the form of the answer,
+    /// a JSON Schema object of flat fields (string, number, integer, boolean, or a
+    /// string enum, each with an optional default: MCP's elicitation subset). The
+    /// wait does not count against the call's deadline. Fails when nobody can be
+    /// asked, the host refuses the question, or the answer cannot be read.
+    pub async fn ask(&self, message: &str, schema: serde_json::Value) -> Result<UserAnswer, Error> {
+        let question = Question {
+            message: message.to_string(),
+            schema: schema.to_string(),
+        };
+        let op = host::ask_start(self.call, &question).map_err(Error::new)?;
+        match Operation::new(self.call, op).await {
+            OpOutcome::Answered(Answer::Accepted(json)) => serde_json::from_str(&json)
+                .map(UserAnswer::Accepted)
+                .map_err(|error| Error::new(format!("the answer could not be read: {error}"))),
+            OpOutcome::Answered(Answer::Declined) => Ok(UserAnswer::Declined),
+            OpOutcome::Answered(Answer::Cancelled) => Ok(UserAnswer::Cancelled),
+            OpOutcome::Answered(Answer::Unanswered(reason)) => Err(Error::new(reason)),
+            _ => Err(Error::new(
+                "the host answered a question with something else",
+            )),
         }
     }
 

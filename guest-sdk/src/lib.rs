@@ -43,7 +43,10 @@ mod executor;
 pub mod protocol;
 mod tool;
 
-pub use ctx::{Ctx, JoinHandle, Request, Response};
+pub use bindings::{
+    ContentPart, EmbeddedResource, Media, ResourceContents, ResourceLink, TaskSupport,
+};
+pub use ctx::{Ctx, JoinHandle, Request, Response, UserAnswer};
 pub use error::Error;
 pub use tool::{Plugin, Tool};
 
@@ -96,8 +99,9 @@ macro_rules! export {
                 call: u64,
                 op: u64,
                 outcome: $crate::bindings::OpOutcome,
+                deadline: u64,
             ) -> $crate::bindings::CallState {
-                $crate::protocol::resume(call, op, outcome)
+                $crate::protocol::resume(call, op, outcome, deadline)
             }
 
             fn cancel(call: u64, reason: ::std::string::String) {

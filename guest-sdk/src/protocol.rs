@@ -9,7 +9,7 @@ use crate::Error;
 use crate::bindings::{CallState, LoadError, LoadRequest, OpOutcome, ToolSpec};
 use crate::ctx::Ctx;
 use crate::executor::{self, CallId, OpId, Stop};
-use crate::tool::Plugin;
+use crate::tool::{Output, Plugin};
 
 /// What the plugin knows after `load`.
 struct Loaded {
@@ -21,7 +21,7 @@ struct Loaded {
 /// A call in flight: its deadline and where its handler leaves the result.
 struct Running {
     deadline: u64,
-    result: Rc<RefCell<Option<Result<String, Error>>>>,
+    result: Rc<RefCell<Option<Result<Output, Error>>>>,
 }
 
 thread_local! {
@@ -85,6 +85,7 @@ pub fn load(request: LoadRequest, plugin: fn() -> Plugin) -> Result<Vec<ToolSpec
             hidden: tool.hidden,
             title: tool.title.clone(),
             output_schema: tool.output_schema.as_ref().map(ToString::to_string),
+            task_support: tool.task_support,
         });
     }
     LOADED.set(Some(Rc::new(Loaded {
@@ -130,9 +131,16 @@ pub fn start(call: CallId, tool: String, args_json: String, deadline: u64) -> Ca
     step(call)
 }
 
-/// `resume`: delivers an operation's outcome and runs the call until it waits again.
-pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
-    if !RUNNING.with_borrow(|running| running.contains_key(&call)) {
+/// `resume`: delivers an operation's outcome and runs the call until it waits again,
+/// under `deadline` (which the host moves later by the time the call waited for
+/// answers).
+pub fn resume(call: CallId, op: OpId, outcome: OpOutcome, deadline: u64) -> CallState {
+    let known = RUNNING.with_borrow_mut(|running| {
+        running
+            .get_mut(&call)
+            .map(|running| running.deadline = deadline)
+    });
+    if known.is_none() {
         return CallState::Failed("the invocation is unknown to the plugin".to_string());
     }
     executor::deliver(call, op, outcome);
@@ -155,7 +163,8 @@ fn step(call: CallId) -> CallState {
     let stop = executor::run(call, deadline, || result.borrow().is_some());
     let taken = result.borrow_mut().take();
     let state = match (taken, stop) {
-        (Some(Ok(output)), _) => CallState::Completed(output),
+        (Some(Ok(Output::Text(output))), _) => CallState::Completed(output),
+        (Some(Ok(Output::Content(parts))), _) => CallState::CompletedContent(parts),
         (Some(Err(error)), _) => CallState::Failed(error.message().to_string()),
         (None, Stop::TimedOut) => CallState::TimedOut,
         (None, Stop::Stuck) => CallState::BrokeRule(

@@ -8,10 +8,17 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::bindings::{ContentPart, TaskSupport};
 use crate::{Ctx, Error};
 
+/// What a handler completes with: text, or a result of several parts.
+pub(crate) enum Output {
+    Text(String),
+    Content(Vec<ContentPart>),
+}
+
 /// A boxed handler future.
-pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<String, Error>>>>;
+pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = Result<Output, Error>>>>;
 
 /// A handler with its arguments still as JSON text.
 pub(crate) type Handler = Rc<dyn Fn(&str, Ctx) -> Result<HandlerFuture, Error>>;
@@ -27,6 +34,7 @@ pub struct Tool {
     pub(crate) hidden: bool,
     pub(crate) title: Option<String>,
     pub(crate) output_schema: Option<serde_json::Value>,
+    pub(crate) task_support: TaskSupport,
     pub(crate) handler: Handler,
 }
 
@@ -74,6 +82,22 @@ impl Tool {
         tool
     }
 
+    /// A tool whose result is a list of parts (text, images, audio, resource links,
+    /// embedded resources: [`ContentPart`]), in order; its argument schema is derived
+    /// from `A`.
+    pub fn content<A, F, Fut>(name: &str, description: &str, handler: F) -> Tool
+    where
+        A: DeserializeOwned + schemars::JsonSchema + 'static,
+        F: Fn(A, Ctx) -> Fut + 'static,
+        Fut: Future<Output = Result<Vec<ContentPart>, Error>> + 'static,
+    {
+        let handler = Rc::new(handler);
+        Self::from_handler(name, description, schema_of::<A>(), move |args: A, ctx| {
+            let handler = handler.clone();
+            async move { handler(args, ctx).await.map(Output::Content) }
+        })
+    }
+
     /// A tool with a schema written by hand (JSON Schema of the arguments object).
     pub fn with_schema<A, F, Fut>(
         name: &str,
@@ -85,6 +109,24 @@ impl Tool {
         A: DeserializeOwned + 'static,
         F: Fn(A, Ctx) -> Fut + 'static,
         Fut: Future<Output = Result<String, Error>> + 'static,
+    {
+        let handler = Rc::new(handler);
+        Self::from_handler(name, description, schema, move |args: A, ctx| {
+            let handler = handler.clone();
+            async move { handler(args, ctx).await.map(Output::Text) }
+        })
+    }
+
+    fn from_handler<A, F, Fut>(
+        name: &str,
+        description: &str,
+        schema: serde_json::Value,
+        handler: F,
+    ) -> Tool
+    where
+        A: DeserializeOwned + 'static,
+        F: Fn(A, Ctx) -> Fut + 'static,
+        Fut: Future<Output = Result<Output, Error>> + 'static,
     {
         let handler: Handler = Rc::new(move |args_json: &str, ctx: Ctx| {
             let args: A = serde_json::from_str(args_json)
@@ -100,8 +142,16 @@ impl Tool {
             hidden: false,
             title: None,
             output_schema: None,
+            task_support: TaskSupport::Optional,
             handler,
         }
+    }
+
+    /// Whether the tool's calls may run as tasks, which a client leaves running and
+    /// polls for (default: optional, the client chooses).
+    pub fn task_support(mut self, support: TaskSupport) -> Tool {
+        self.task_support = support;
+        self
     }
 
     /// A short human-readable name for user interfaces (MCP's `title`).

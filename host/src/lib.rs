@@ -43,6 +43,7 @@ pub use services::{files, http, trusted};
 pub use tool::{names, schema, strict_schema};
 
 pub use engine::Engine;
+pub use output::content::{ContentPart, ResourceContents};
 pub use output::outcome::{CallOutcome, CrashCause, PluginFate};
 pub use output::progress::{BadProgress, Progress, ProgressUpdates};
 pub use policy::plugin_info::PluginInfo;
@@ -53,4 +54,5 @@ pub use runtime::{
     Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;
+pub use services::ask::{Question, QuestionHandler, Reply};
 pub use services::log_listener::LogListener;

@@ -76,6 +76,32 @@ fn python_client_sees_the_model_view_over_http() {
     python_script("tests/mcp/view.py", &["--transport", "http"]);
 }
 
+/// A Lua plugin returns an image and the other content parts, and asks its user a
+/// question by elicitation (tests/mcp/show_and_ask.py).
+#[test]
+fn python_client_gets_content_parts_and_answers_questions_over_stdio() {
+    python_script(
+        "tests/mcp/show_and_ask.py",
+        &["--transport", "stdio", "--mode", "legacy"],
+    );
+}
+
+#[test]
+fn python_client_gets_content_parts_and_answers_questions_over_http() {
+    python_script(
+        "tests/mcp/show_and_ask.py",
+        &["--transport", "http", "--mode", "legacy"],
+    );
+}
+
+#[test]
+fn python_client_gets_content_parts_with_discovery() {
+    python_script(
+        "tests/mcp/show_and_ask.py",
+        &["--transport", "http", "--mode", "auto"],
+    );
+}
+
 /// `serve --deferred` with 1000 tools: `search_tools` finds, lists and tells.
 #[test]
 fn python_client_searches_deferred_tools_over_stdio() {

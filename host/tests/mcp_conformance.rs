@@ -17,7 +17,7 @@ use std::time::Duration;
 const TOOLCELL: &str = env!("CARGO_BIN_EXE_toolcell");
 
 /// The scenarios that apply to a server of tools.
-const SCENARIOS: [&str; 12] = [
+const SCENARIOS: [&str; 19] = [
     "server-initialize",
     "ping",
     "logging-set-level",
@@ -26,6 +26,13 @@ const SCENARIOS: [&str; 12] = [
     "tools-call-error",
     "tools-call-with-logging",
     "tools-call-with-progress",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
     "json-schema-2020-12",
     "server-sse-multiple-streams",
     "server-sse-polling",

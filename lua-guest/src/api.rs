@@ -9,7 +9,7 @@ use std::hash::BuildHasherDefault;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use crate::bindings::toolcell::plugin::host;
-use crate::bindings::toolcell::plugin::types::ToolSpec;
+use crate::bindings::toolcell::plugin::types::{TaskSupport, ToolSpec};
 use crate::copies::{self, Copies};
 use crate::errors::{self, api_error, type_name};
 use crate::scheduler::IdHasher;
@@ -81,8 +81,10 @@ pub fn install(lua: &Lua, yield_fn: Function) -> mlua::Result<()> {
     )?;
     waiting::install(lua, &rt)?;
     tasks::install(lua, &rt)?;
-    let task_methods: Table = lua.load(PRELUDE).set_name(errors::RUNTIME_CHUNK).call(rt)?;
+    let (task_methods, ask): (Table, Function) =
+        lua.load(PRELUDE).set_name(errors::RUNTIME_CHUNK).call(rt)?;
     lua.set_named_registry_value(tasks::METHODS_KEY, task_methods)?;
+    lua.set_named_registry_value(crate::ctx::ASK_KEY, ask)?;
     Ok(())
 }
 
@@ -216,6 +218,7 @@ struct SpecFields {
     timeout_ms: mlua::LuaString,
     no_prompt: mlua::LuaString,
     hidden: mlua::LuaString,
+    task: mlua::LuaString,
 }
 
 impl SpecFields {
@@ -229,6 +232,7 @@ impl SpecFields {
             timeout_ms: lua.create_string("timeout_ms")?,
             no_prompt: lua.create_string("no_prompt")?,
             hidden: lua.create_string("hidden")?,
+            task: lua.create_string("task")?,
         })
     }
 }
@@ -324,6 +328,25 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
     };
     let no_prompt = flag(|fields| &fields.no_prompt, "no_prompt")?;
     let hidden = flag(|fields| &fields.hidden, "hidden")?;
+    let task_support = match field(|fields| &fields.task)? {
+        Value::Nil => TaskSupport::Optional,
+        Value::String(text) => match &*text.as_bytes() {
+            b"optional" => TaskSupport::Optional,
+            b"required" => TaskSupport::Required,
+            b"forbidden" => TaskSupport::Forbidden,
+            _ => {
+                return Err(api_error(
+                    lua,
+                    format!(
+                        "clm.tool_register('{name}'): task must be \"optional\", \"required\" \
+                         or \"forbidden\", got \"{}\"",
+                        text.to_string_lossy()
+                    ),
+                ));
+            }
+        },
+        other => return Err(field_error("task", "a string", &other)),
+    };
     with_registry(|registry| {
         if !registry.loading {
             return Err(api_error(
@@ -359,6 +382,7 @@ fn tool_register(lua: &Lua, (name, spec): (Value, Value)) -> mlua::Result<()> {
             hidden,
             title,
             output_schema,
+            task_support,
         });
         registry.invokes.push(invoke);
         Ok(())

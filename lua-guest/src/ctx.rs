@@ -12,13 +12,16 @@
 use std::cell::Cell;
 use std::ffi::{CStr, c_int, c_void};
 
-use mlua::{AnyUserData, FromLua, Lua, LuaString, Value, ffi};
+use mlua::{AnyUserData, FromLua, Function, Lua, LuaString, MultiValue, Table, Value, ffi};
 
 use crate::bindings::toolcell::plugin::host;
+use crate::bindings::toolcell::plugin::types::{
+    ContentPart, EmbeddedResource, Media, Question, ResourceContents, ResourceLink,
+};
 use crate::copies::Copies;
 use crate::errors::{self, api_error, type_name};
 use crate::scheduler::{self, Call, CallId, Ending, Strand};
-use crate::{json, tasks, watchdog};
+use crate::{json, tasks, waiting, watchdog};
 
 /// The metatable every ctx shares: its reference in the registry (an integer key, the
 /// quickest lookup there) and its address, which tells a ctx from other userdata
@@ -47,6 +50,10 @@ fn install(lua: &Lua) -> mlua::Result<()> {
     let methods = lua.create_table()?;
     methods.raw_set("complete", lua.create_function(complete)?)?;
     methods.raw_set("complete_json", lua.create_function(complete_json)?)?;
+    methods.raw_set("complete_content", lua.create_function(complete_content)?)?;
+    // `ask` waits, so it is the prelude's Lua wrapper around `ask_start`.
+    let ask: Function = lua.named_registry_value(ASK_KEY)?;
+    methods.raw_set("ask", ask)?;
     methods.raw_set("fail", lua.create_function(fail)?)?;
     methods.raw_set("progress", lua.create_function(progress)?)?;
     methods.raw_set("args_raw", lua.create_function(args_raw)?)?;
@@ -95,7 +102,7 @@ pub fn create(lua: &Lua, call: CallId, args_raw: &str) -> mlua::Result<AnyUserDa
 
 /// What a ctx method is called on: the call of a ctx, or the Lua type of whatever else
 /// it got (`ctx.complete("x")` instead of `ctx:complete("x")`).
-struct Receiver(Result<CallId, &'static str>);
+pub struct Receiver(Result<CallId, &'static str>);
 
 impl Receiver {
     /// Reads the value at `index` of the running coroutine's stack in place: a method
@@ -209,6 +216,179 @@ fn complete_json(lua: &Lua, (this, value): (Receiver, Value)) -> mlua::Result<()
     end(lua, call, "ctx:complete_json", Ending::Completed(text))
 }
 
+/// `ctx:complete_content(parts)`: ends the call with a result of several parts.
+fn complete_content(lua: &Lua, (this, parts): (Receiver, Value)) -> mlua::Result<()> {
+    let what = "ctx:complete_content";
+    let call = this.call(lua, what)?;
+    let Value::Table(parts) = parts else {
+        return Err(api_error(
+            lua,
+            format!("{what} expects a list of parts, got {}", type_name(&parts)),
+        ));
+    };
+    let mut copies = Copies::new(lua);
+    let mut read = Vec::new();
+    for (index, part) in parts.sequence_values::<Value>().enumerate() {
+        let part = content_part(&mut copies, part?)
+            .map_err(|problem| api_error(lua, format!("{what}: part {}: {problem}", index + 1)))?;
+        read.push(part);
+    }
+    if read.is_empty() {
+        return Err(api_error(
+            lua,
+            format!("{what} expects at least one part (ctx:complete(\"\") completes with nothing)"),
+        ));
+    }
+    watchdog::charge_bytes(read.iter().map(part_bytes).sum())?;
+    end(lua, call, what, Ending::CompletedContent(read))
+}
+
+/// The bytes a part carries, as its copy is charged.
+fn part_bytes(part: &ContentPart) -> usize {
+    match part {
+        ContentPart::Text(text) => text.len(),
+        ContentPart::Image(media) | ContentPart::Audio(media) => media.data.len(),
+        ContentPart::ResourceLink(link) => link.uri.len() + link.name.len(),
+        ContentPart::Resource(resource) => match &resource.contents {
+            ResourceContents::Text(text) => text.len(),
+            ResourceContents::Blob(data) => data.len(),
+        },
+    }
+}
+
+/// Reads one part: `{ type = "text"|"image"|"audio"|"resource_link"|"resource", text =,
+/// data =, mime_type =, uri =, name = }`; the error says what is missing or wrong.
+fn content_part(copies: &mut Copies, part: Value) -> Result<ContentPart, String> {
+    let Value::Table(part) = part else {
+        return Err(format!("must be a table, got {}", type_name(&part)));
+    };
+    let kind = string_field(&part, "type")?
+        .ok_or("has no type (\"text\", \"image\", \"audio\", \"resource_link\" or \"resource\")")?;
+    let field = |name: &str| string_field(&part, name);
+    let required = |name: &str, what: &str| -> Result<LuaString, String> {
+        let kind = kind.to_string_lossy();
+        let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        field(name)?.ok_or_else(|| format!("{article} {kind} part needs {name}, {what}"))
+    };
+    let text = |copies: &mut Copies, value: LuaString| {
+        copies
+            .text(&value.as_bytes())
+            .map_err(|error| errors::message(&error))
+    };
+    let bytes = |copies: &mut Copies, value: LuaString| {
+        copies
+            .bytes(&value.as_bytes())
+            .map_err(|error| errors::message(&error))
+    };
+    let optional_text = |copies: &mut Copies, name: &str| -> Result<Option<String>, String> {
+        field(name)?.map(|value| text(copies, value)).transpose()
+    };
+    Ok(match &*kind.as_bytes() {
+        b"text" => ContentPart::Text(text(copies, required("text", "a string")?)?),
+        b"image" | b"audio" => {
+            let media = Media {
+                data: bytes(copies, required("data", "a string of the raw bytes")?)?,
+                mime_type: text(
+                    copies,
+                    required("mime_type", "a string such as \"image/png\"")?,
+                )?,
+            };
+            if &*kind.as_bytes() == b"image" {
+                ContentPart::Image(media)
+            } else {
+                ContentPart::Audio(media)
+            }
+        }
+        b"resource_link" => ContentPart::ResourceLink(ResourceLink {
+            uri: text(copies, required("uri", "a string")?)?,
+            name: text(copies, required("name", "a string")?)?,
+            mime_type: optional_text(copies, "mime_type")?,
+        }),
+        b"resource" => {
+            let contents = match (field("text")?, field("data")?) {
+                (Some(value), None) => ResourceContents::Text(text(copies, value)?),
+                (None, Some(value)) => ResourceContents::Blob(bytes(copies, value)?),
+                _ => return Err("a resource part needs either text or data (not both)".into()),
+            };
+            ContentPart::Resource(EmbeddedResource {
+                uri: text(copies, required("uri", "a string")?)?,
+                mime_type: optional_text(copies, "mime_type")?,
+                contents,
+            })
+        }
+        _ => {
+            return Err(format!(
+                "unknown type \"{}\" (\"text\", \"image\", \"audio\", \"resource_link\" or \"resource\")",
+                kind.to_string_lossy()
+            ));
+        }
+    })
+}
+
+/// A string field of a part table, or none; anything else is an error naming it.
+fn string_field(part: &Table, name: &str) -> Result<Option<LuaString>, String> {
+    match part.raw_get::<Value>(name) {
+        Ok(Value::Nil) => Ok(None),
+        Ok(Value::String(value)) => Ok(Some(value)),
+        Ok(other) => Err(format!(
+            "{name} must be a string, got {}",
+            type_name(&other)
+        )),
+        Err(error) => Err(errors::message(&error)),
+    }
+}
+
+/// The named registry key of the prelude's `ctx:ask` wrapper.
+pub const ASK_KEY: &str = "toolcell.ctx_ask";
+
+/// `rt.ask_start(ctx, message, schema)`, the first half of `ctx:ask`: checks its
+/// arguments, asks the host, and records that the calling coroutine waits for the
+/// answer; or returns `nil, reason` at once when the host refuses.
+pub fn ask_start(
+    lua: &Lua,
+    (this, message, schema): (Receiver, Value, Value),
+) -> mlua::Result<MultiValue> {
+    let what = "ctx:ask";
+    let call = this.call(lua, what)?;
+    let Value::String(message) = message else {
+        return Err(api_error(
+            lua,
+            format!(
+                "{what} expects a message string, got {}",
+                type_name(&message)
+            ),
+        ));
+    };
+    let Value::Table(_) = &schema else {
+        return Err(api_error(
+            lua,
+            format!(
+                "{what} expects the form as a table (a JSON Schema object of flat fields), got {}",
+                type_name(&schema)
+            ),
+        ));
+    };
+    let schema = json::encode(lua, &schema, json::MAX_DECODE_BYTES)
+        .map_err(|error| api_error(lua, format!("{what}: the form: {error}")))?;
+    let question = Question {
+        message: Copies::new(lua).text(&message.as_bytes())?,
+        schema,
+    };
+    let running = waiting::running_strand(lua, what)?;
+    if running.0 != call {
+        return Err(api_error(
+            lua,
+            format!("{what}: this ctx belongs to another tool invocation"),
+        ));
+    }
+    let bytes = question.message.len() + question.schema.len();
+    waiting::start_operation(lua, running, bytes, |call| host::ask_start(call, &question))
+}
+
 fn fail(lua: &Lua, (this, message): (Receiver, TextArgument)) -> mlua::Result<()> {
     let call = this.call(lua, "ctx:fail")?;
     let message = string_argument(lua, "ctx:fail", message)?;
@@ -280,6 +460,7 @@ fn end(lua: &Lua, id: CallId, what: &str, ending: Ending) -> mlua::Result<()> {
         if let Some(previous) = &call.ending {
             let earlier = match previous {
                 Ending::Completed(_) | Ending::BrokeRule(_) => "ctx:complete",
+                Ending::CompletedContent(_) => "ctx:complete_content",
                 Ending::Failed(_) => "ctx:fail",
             };
             let error = api_error(
@@ -290,29 +471,34 @@ fn end(lua: &Lua, id: CallId, what: &str, ending: Ending) -> mlua::Result<()> {
             return Err(error);
         }
         call.ending = Some(match ending {
-            Ending::Completed(result) => completion(lua, call, result)?,
-            failed => failed,
+            Ending::Failed(_) | Ending::BrokeRule(_) => ending,
+            completed => completion(lua, call, what, completed)?,
         });
         Ok(())
     })
 }
 
-/// A completion, unless the call still has live tasks or an unobserved task error,
-/// which fail the tool instead (clm-tool(5)); live tasks are cancelled.
-fn completion(lua: &Lua, call: &mut Call, result: String) -> mlua::Result<Ending> {
+/// A completion (by `what`), unless the call still has live tasks or an unobserved
+/// task error, which fail the tool instead (clm-tool(5)); live tasks are cancelled.
+fn completion(lua: &Lua, call: &mut Call, what: &str, completed: Ending) -> mlua::Result<Ending> {
+    let what = if what == "ctx:complete_json" {
+        "ctx:complete"
+    } else {
+        what
+    };
     let live = tasks::live_count(call);
     if live > 0 {
         tasks::cancel_live(lua, call, "the tool completed")?;
         return Ok(Ending::BrokeRule(format!(
-            "ctx:complete was called while {live} task(s) were still running; they were cancelled"
+            "{what} was called while {live} task(s) were still running; they were cancelled"
         )));
     }
     if let Some(error) = tasks::unobserved_error(call) {
         return Ok(Ending::BrokeRule(format!(
-            "ctx:complete was called while a task error was never observed: {error}"
+            "{what} was called while a task error was never observed: {error}"
         )));
     }
-    Ok(Ending::Completed(result))
+    Ok(completed)
 }
 
 /// The string argument of `ctx:complete` and `ctx:fail`. Read in place on the

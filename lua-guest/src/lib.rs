@@ -62,8 +62,8 @@ impl Guest for LuaGuest {
         protocol::start(call, &tool, args_json, deadline)
     }
 
-    fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
-        protocol::resume(call, op, outcome)
+    fn resume(call: CallId, op: OpId, outcome: OpOutcome, deadline: u64) -> CallState {
+        protocol::resume(call, op, outcome, deadline)
     }
 
     fn cancel(call: CallId, reason: String) {

@@ -85,11 +85,16 @@ function clm.try_all(tasks)
   return settle(rt.try_all(tasks))
 end
 
--- Methods of task handles (the handles themselves are opaque userdata).
+-- ctx:ask(message, schema): the user's answer, or nil and why there is none.
+local function ask(ctx, message, schema)
+  return settle(rt.ask_start(ctx, message, schema))
+end
+
+-- Methods of task handles (the handles themselves are opaque userdata), and ctx:ask.
 return {
   wait = function(task)
     return settle(rt.task_wait(task))
   end,
   result = rt.task_result,
   cancel = rt.task_cancel,
-}
+}, ask

@@ -238,13 +238,17 @@ fn begin_call(
 }
 
 /// Delivers an operation's outcome to invocation `call` and runs it until it ends or
-/// waits again.
-pub fn resume(call: CallId, op: OpId, outcome: OpOutcome) -> CallState {
+/// waits again, under `deadline` (the host moves it later by the time the call waited
+/// for answers).
+pub fn resume(call: CallId, op: OpId, outcome: OpOutcome, deadline: u64) -> CallState {
     with_loaded(|loaded| {
         let lua = &loaded.lua;
-        let deadline =
-            scheduler::with(|scheduler| Ok(scheduler.calls.get(&call).map(|call| call.deadline)));
-        let Ok(Some(deadline)) = deadline else {
+        let known = scheduler::with(|scheduler| {
+            Ok(scheduler.calls.get_mut(&call).map(|call| {
+                call.deadline = deadline;
+            }))
+        });
+        let Ok(Some(())) = known else {
             return CallState::Failed("the invocation is unknown to the plugin".to_string());
         };
         watchdog::arm(deadline);

@@ -13,9 +13,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use mlua::{Function, Lua, MultiValue, Table, Thread, Value};
 
 use crate::bindings::toolcell::plugin::host;
-use crate::bindings::toolcell::plugin::types::{CallState, OpOutcome};
+use crate::bindings::toolcell::plugin::types::{Answer, CallState, ContentPart, OpOutcome};
 use crate::tasks::{self, MainWait, Task};
-use crate::{errors, watchdog};
+use crate::{errors, json, watchdog};
 
 /// Host-chosen identifier of an invocation.
 pub type CallId = u64;
@@ -61,6 +61,8 @@ pub enum Strand {
 pub enum Ending {
     /// `ctx:complete(result)`.
     Completed(String),
+    /// `ctx:complete_content(parts)`.
+    CompletedContent(Vec<ContentPart>),
     /// `ctx:fail(message)`.
     Failed(String),
     /// A `ctx:complete` that broke the task rules; the message says which.
@@ -314,11 +316,16 @@ fn main_finished(lua: &Lua, id: CallId, finish: Finish) -> CallState {
                         errors::type_name(value)
                     ),
                 }),
-                Some(Ending::Completed(result)) => match tasks::unobserved_error(call) {
+                Some(completed) => match tasks::unobserved_error(call) {
                     Some(error) => CallState::BrokeRule(format!(
                         "the tool completed while a task error was never observed: {error}"
                     )),
-                    None => CallState::Completed(result),
+                    None => match completed {
+                        Ending::CompletedContent(parts) => CallState::CompletedContent(parts),
+                        Ending::Completed(result) => CallState::Completed(result),
+                        Ending::Failed(message) => CallState::Failed(message),
+                        Ending::BrokeRule(message) => CallState::BrokeRule(message),
+                    },
                 },
             },
         })
@@ -384,10 +391,24 @@ pub fn deliver(lua: &Lua, id: CallId, op: OpId, outcome: OpOutcome) -> mlua::Res
     })
 }
 
-/// What `http.get`/`http.post`/`clm.sleep` return when their operation completes.
+/// What `http.get`/`http.post`/`clm.sleep`/`ctx:ask` return when their operation
+/// completes.
 fn outcome_values(lua: &Lua, outcome: OpOutcome) -> mlua::Result<MultiValue> {
+    let failure = |reason: &str| -> mlua::Result<MultiValue> {
+        Ok(MultiValue::from_iter([
+            Value::Nil,
+            Value::String(lua.create_string(reason)?),
+        ]))
+    };
     match outcome {
         OpOutcome::TimerFired => Ok(MultiValue::new()),
+        OpOutcome::Answered(Answer::Accepted(json)) => match json::decode(lua, json.as_bytes()) {
+            Ok(answer) => Ok(MultiValue::from_iter([answer])),
+            Err(error) => failure(&format!("the answer could not be read: {error}")),
+        },
+        OpOutcome::Answered(Answer::Declined) => failure("declined"),
+        OpOutcome::Answered(Answer::Cancelled) => failure("cancelled"),
+        OpOutcome::Answered(Answer::Unanswered(reason)) => failure(&reason),
         OpOutcome::HttpError(message) => Ok(MultiValue::from_iter([
             Value::Nil,
             Value::String(lua.create_string(message)?),

@@ -11,10 +11,11 @@ use crate::errors::{api_error, type_name};
 use crate::scheduler::{self, CallId, Strand};
 use crate::watchdog;
 
-/// Installs `rt.http_request` and `rt.sleep` for the prelude.
+/// Installs `rt.http_request`, `rt.sleep` and `rt.ask_start` for the prelude.
 pub fn install(lua: &Lua, rt: &Table) -> mlua::Result<()> {
     rt.raw_set("http_request", lua.create_function(http_request)?)?;
     rt.raw_set("sleep", lua.create_function(sleep)?)?;
+    rt.raw_set("ask_start", lua.create_function(crate::ctx::ask_start)?)?;
     Ok(())
 }
 
@@ -35,7 +36,7 @@ pub fn not_yieldable(what: &str) -> String {
 }
 
 /// The running coroutine, for services any coroutine of a call may use.
-fn running_strand(lua: &Lua, what: &str) -> mlua::Result<(CallId, Strand)> {
+pub fn running_strand(lua: &Lua, what: &str) -> mlua::Result<(CallId, Strand)> {
     let running = scheduler::with(|scheduler| Ok(scheduler.running))?;
     let running =
         running.ok_or_else(|| api_error(lua, format!("{what} is not available at load time")))?;
@@ -139,8 +140,20 @@ fn http_request(
         + (request.headers.iter())
             .map(|(name, value)| name.len() + value.len())
             .sum::<usize>();
+    start_operation(lua, running, bytes, |call| host::http_start(call, &request))
+}
+
+/// Starts an operation whose outcome the `running` coroutine waits for (handing the
+/// host `bytes`), and tells the prelude to yield; when the host refuses it, the
+/// prelude returns `nil, reason` at once.
+pub fn start_operation(
+    lua: &Lua,
+    running: (CallId, Strand),
+    bytes: usize,
+    start: impl FnOnce(CallId) -> Result<u64, String>,
+) -> mlua::Result<MultiValue> {
     watchdog::charge_host_call(bytes)?;
-    match host::http_start(running.0, &request) {
+    match start(running.0) {
         Ok(op) => wait_on(running, op),
         Err(message) => {
             let message = lua.create_string(message)?;

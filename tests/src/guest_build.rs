@@ -110,9 +110,9 @@ pub fn rust_example() -> PathBuf {
         .unwrap_or_else(|error| panic!("{error}"))
 }
 
-/// A minimal Rust plugin built against `wit/plugin.wit` (for a 0.1.x version: the
-/// frozen `wit/0.1/plugin.wit`) with its package version replaced by `version`: one
-/// tool, `versioned`, that answers "built for VERSION".
+/// A minimal Rust plugin built against `wit/plugin.wit` (for a 0.1.x or 0.2.x version:
+/// the frozen `wit/0.1/plugin.wit` or `wit/0.2/plugin.wit`) with its package version
+/// replaced by `version`: one tool, `versioned`, that answers "built for VERSION".
 pub fn wit_version_guest(version: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     if let Some((_, path)) = BUILT
@@ -145,6 +145,8 @@ fn build_wit_version_guest(version: &str) -> Result<PathBuf, String> {
     };
     let (source, declared) = if version.starts_with("0.1.") {
         ("wit/0.1/plugin.wit", "0.1.2")
+    } else if version.starts_with("0.2.") {
+        ("wit/0.2/plugin.wit", "0.2.0")
     } else {
         ("wit/plugin.wit", toolcell::wit_version::WIT_VERSION)
     };
@@ -175,15 +177,29 @@ fn build_wit_version_guest(version: &str) -> Result<PathBuf, String> {
     )?;
     write(
         &dir.join("src/lib.rs"),
-        &VERSION_GUEST.replace("VERSION", version).replace(
-            "EXTRA_FIELDS",
-            // 0.2.0 added a tool's title and output schema.
-            if version.starts_with("0.1.") {
-                ""
-            } else {
-                "title: None, output_schema: None,"
-            },
-        ),
+        &VERSION_GUEST
+            .replace("VERSION", version)
+            .replace(
+                "EXTRA_FIELDS",
+                // 0.2.0 added a tool's title and output schema, 0.3.0 its task support.
+                if version.starts_with("0.1.") {
+                    ""
+                } else if version.starts_with("0.2.") {
+                    "title: None, output_schema: None,"
+                } else {
+                    "title: None, output_schema: None, \
+                     task_support: toolcell::plugin::types::TaskSupport::Optional,"
+                },
+            )
+            .replace(
+                "RESUME_DEADLINE",
+                // 0.3.0's resume carries the call's deadline.
+                if version.starts_with("0.1.") || version.starts_with("0.2.") {
+                    ""
+                } else {
+                    ", _deadline: u64"
+                },
+            ),
     )?;
     // The workspace's lock file: the same dependency versions as the other guests.
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock"))
@@ -229,7 +245,7 @@ impl Guest for Versioned {
         CallState::Completed("built for VERSION".to_string())
     }
 
-    fn resume(_call: u64, _op: u64, _outcome: OpOutcome) -> CallState {
+    fn resume(_call: u64, _op: u64, _outcome: OpOutcome RESUME_DEADLINE) -> CallState {
         CallState::Failed("nothing to resume".to_string())
     }
 

@@ -359,13 +359,13 @@ fn version_plugin(version: &str) -> Vec<u8> {
 }
 
 #[tokio::test]
-async fn plugins_built_for_this_wit_version_and_for_0_1_load() {
+async fn plugins_built_for_this_wit_version_and_for_0_2_and_0_1_load() {
     assert_eq!(
-        WIT_VERSION, "0.2.0",
+        WIT_VERSION, "0.3.0",
         "update the versions this test builds against"
     );
-    // 0.1.x run through the frozen 0.1 world the host still links.
-    for version in ["0.1.0", "0.1.2", "0.2.0"] {
+    // 0.1.x and 0.2.0 run through the frozen worlds the host still links.
+    for version in ["0.1.0", "0.1.2", "0.2.0", "0.3.0"] {
         let file = format!("built-for-{}.wasm", version.replace('.', "-"));
         let fixture = fixture_with(&[(&file, &version_plugin(version))]);
         let runtime = fixture.load().await;
@@ -422,8 +422,8 @@ async fn a_lua_plugin_packed_with_the_0_1_guest_keeps_running_with_typed_outcome
 #[tokio::test]
 async fn a_plugin_built_for_an_incompatible_wit_version_is_refused_naming_both() {
     let fixture = fixture_with(&[
-        ("a_next_minor.wasm", &version_plugin("0.3.0")),
-        ("b_newer_patch.wasm", &version_plugin("0.2.1")),
+        ("a_next_minor.wasm", &version_plugin("0.4.0")),
+        ("b_newer_patch.wasm", &version_plugin("0.3.1")),
     ]);
     let runtime = fixture.load().await;
     let refusals = runtime.diagnostics();
@@ -437,23 +437,23 @@ async fn a_plugin_built_for_an_incompatible_wit_version_is_refused_naming_both()
         &refusals[0].message,
         &[
             "a_next_minor.wasm",
-            "toolcell:plugin@0.3.0",
+            "toolcell:plugin@0.4.0",
             &format!("toolcell:plugin@{WIT_VERSION}"),
         ],
     );
     assert_contains(
         &refusals[1].message,
-        &["b_newer_patch.wasm", "toolcell:plugin@0.2.1", "newer"],
+        &["b_newer_patch.wasm", "toolcell:plugin@0.3.1", "newer"],
     );
     assert!(runtime.tools().is_empty());
 }
 
 #[test]
 fn pack_refuses_a_component_this_toolcell_cannot_load() {
-    let built = std::fs::read(guest_build::wit_version_guest("0.3.0")).expect("built");
+    let built = std::fs::read(guest_build::wit_version_guest("0.4.0")).expect("built");
     let error =
         pack::with_manifest(&built, &manifest("x", Capabilities::default())).expect_err("refused");
-    assert_contains(&error.0, &["toolcell:plugin@0.3.0", WIT_VERSION]);
+    assert_contains(&error.0, &["toolcell:plugin@0.4.0", WIT_VERSION]);
 }
 
 #[tokio::test]

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use toolcell::Runtime;
 use toolcell::config::Config;
+use toolcell::{ContentPart, Question, Reply, Runtime};
 use toolcell_tests::http_server::TestServer;
 use toolcell_tests::{Fixture, assert_contains, call, failure, guest_build, output};
 
@@ -65,6 +65,13 @@ impl Example {
                 builder
                     .config(config)
                     .allow_http("127.0.0.1".parse().expect("grant"))
+                    .on_question(|question: Question| async move {
+                        // The user answers with the tool's name, so the test sees
+                        // which question reached it.
+                        let mut answer = serde_json::Map::new();
+                        answer.insert("name".into(), question.tool.into());
+                        Reply::Accepted(answer)
+                    })
             })
             .await
     }
@@ -103,6 +110,30 @@ impl Example {
             "Hej, Ada!"
         );
         assert_eq!(output(&runtime, "lua_hi", "{}").await, "hi from Lua");
+
+        // A result of parts, and a question the embedder's handler answers.
+        let shown = call(&runtime, &self.tool("show"), "{}").await;
+        assert_eq!(
+            shown.content(),
+            Some(
+                &[
+                    ContentPart::Text("a picture:".into()),
+                    ContentPart::Image {
+                        data: vec![0x89, 0x50, 0x4E, 0x47, 0xFF],
+                        mime_type: "image/png".into()
+                    },
+                    ContentPart::ResourceLink {
+                        uri: "file:///data.csv".into(),
+                        name: "data.csv".into(),
+                        mime_type: None
+                    },
+                ][..]
+            )
+        );
+        assert_eq!(
+            output(&runtime, &self.tool("ask"), "{}").await,
+            format!("hello {}", self.tool("ask"))
+        );
 
         // A structured result, with the progress reported on the way.
         let count = self.tool("count_words");

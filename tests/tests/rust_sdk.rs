@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use toolcell::config::Config;
 use toolcell::files::FileAccess;
-use toolcell::{DiagnosticKind, Runtime};
+use toolcell::{ContentPart, DiagnosticKind, Question, Reply, Runtime};
 use toolcell_tests::http_server::TestServer;
 use toolcell_tests::{Fixture, assert_contains, call, failure, guest_build, output};
 
@@ -32,6 +32,41 @@ async fn load(fixture: &Fixture) -> Runtime {
     fixture
         .load_with(|builder| builder.allow_http("127.0.0.1".parse().expect("grant")))
         .await
+}
+
+#[tokio::test]
+async fn the_rust_plugin_returns_parts_and_asks_the_embedders_user() {
+    let fixture = fixture();
+    let runtime = fixture
+        .load_with(|builder| {
+            builder.on_question(|question: Question| async move {
+                assert_eq!(question.message, "Who are you?");
+                let mut answer = serde_json::Map::new();
+                answer.insert("name".into(), "Ada".into());
+                Reply::Accepted(answer)
+            })
+        })
+        .await;
+    let shown = call(&runtime, "rs_show", "{}").await;
+    assert_eq!(
+        shown.content(),
+        Some(
+            &[
+                ContentPart::Text("a picture:".into()),
+                ContentPart::Image {
+                    data: vec![0x89, 0x50, 0x4E, 0x47, 0xFF],
+                    mime_type: "image/png".into()
+                },
+            ][..]
+        )
+    );
+    assert_eq!(output(&runtime, "rs_ask", "{}").await, "hello Ada");
+    // Without a handler, nobody answers and the handler gets the reason.
+    let runtime = load(&fixture).await;
+    assert_contains(
+        &failure(&runtime, "rs_ask", "{}").await,
+        &["nobody can be asked"],
+    );
 }
 
 #[tokio::test]

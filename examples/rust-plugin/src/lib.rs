@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolcell_guest::{Ctx, Error, Plugin, Tool};
+use toolcell_guest::{ContentPart, Ctx, Error, Media, Plugin, Tool, UserAnswer};
 
 /// Arguments of `rs_greet`.
 #[derive(Deserialize, JsonSchema)]
@@ -119,6 +119,37 @@ async fn count_words(args: CountWords, ctx: Ctx) -> Result<WordCount, Error> {
     })
 }
 
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// A result of parts: text and a picture.
+async fn show(_args: Nothing, _ctx: Ctx) -> Result<Vec<ContentPart>, Error> {
+    Ok(vec![
+        ContentPart::Text("a picture:".to_string()),
+        ContentPart::Image(Media {
+            data: vec![0x89, 0x50, 0x4E, 0x47, 0xFF],
+            mime_type: "image/png".to_string(),
+        }),
+    ])
+}
+
+/// Asks the user for a name.
+async fn ask(_args: Nothing, ctx: Ctx) -> Result<String, Error> {
+    let form = serde_json::json!({
+        "type": "object",
+        "properties": { "name": { "type": "string", "default": "nobody" } },
+        "required": ["name"],
+    });
+    Ok(match ctx.ask("Who are you?", form).await? {
+        UserAnswer::Accepted(answer) => {
+            format!("hello {}", answer["name"].as_str().unwrap_or_default())
+        }
+        UserAnswer::Declined => "declined".to_string(),
+        UserAnswer::Cancelled => "cancelled".to_string(),
+    })
+}
+
 fn plugin() -> Plugin {
     Plugin::new()
         .tool(Tool::new("rs_greet", "Greets someone by name", greet))
@@ -131,6 +162,8 @@ fn plugin() -> Plugin {
         .tool(Tool::new("rs_note_write", "Writes a note", note_write))
         .tool(Tool::new("rs_note_read", "Reads a note", note_read).no_prompt())
         .tool(Tool::structured("rs_count_words", "Counts words", count_words).title("Count words"))
+        .tool(Tool::content("rs_show", "Shows a picture", show).no_prompt())
+        .tool(Tool::new("rs_ask", "Asks the user for a name", ask).no_prompt())
 }
 
 toolcell_guest::export!(plugin);

@@ -5,7 +5,7 @@
 //! what this toolcell still provides, so it loads; wasmtime links its imports and
 //! finds its exports by the same rule. Besides its own series, this toolcell links the
 //! last version of each older series it still supports ([`LEGACY_WIT_VERSIONS`],
-//! `wit/0.1/plugin.wit`), so plugins built for those load too. A plugin of any other
+//! `wit/0.2/plugin.wit`, `wit/0.1/plugin.wit`), so plugins built for those load too. A plugin of any other
 //! series, or one newer than what this toolcell links of its series, is refused with
 //! both versions named.
 
@@ -14,10 +14,10 @@ use semver::Version;
 use crate::artifact::WIT_PACKAGE;
 
 /// The version of `wit/plugin.wit` this toolcell was built with.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// The last version of each older series this toolcell still links, and so loads.
-pub const LEGACY_WIT_VERSIONS: &[&str] = &["0.1.2"];
+pub const LEGACY_WIT_VERSIONS: &[&str] = &["0.2.0", "0.1.2"];
 
 /// Why a plugin's WIT version cannot be loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,25 +113,32 @@ mod tests {
             "wit/plugin.wit must declare package {WIT_PACKAGE}@{WIT_VERSION}"
         );
         assert_eq!(host_version(), v(WIT_VERSION));
+        assert_eq!(LEGACY_WIT_VERSIONS, ["0.2.0", "0.1.2"]);
+        let legacy = include_str!("../../../wit/0.2/plugin.wit");
+        assert!(legacy.contains(&format!("package {WIT_PACKAGE}@0.2.0;")));
         let legacy = include_str!("../../../wit/0.1/plugin.wit");
-        assert_eq!(LEGACY_WIT_VERSIONS, ["0.1.2"]);
         assert!(legacy.contains(&format!("package {WIT_PACKAGE}@0.1.2;")));
     }
 
     #[test]
     fn this_series_and_the_linked_older_ones_load_and_others_do_not() {
-        assert_eq!(WIT_VERSION, "0.2.0", "update the versions below");
-        for loads in ["0.2.0", "0.1.0", "0.1.1", "0.1.2"] {
+        assert_eq!(WIT_VERSION, "0.3.0", "update the versions below");
+        for loads in ["0.3.0", "0.2.0", "0.1.0", "0.1.1", "0.1.2"] {
             assert_eq!(check(&v(loads)), Ok(()), "{loads}");
         }
         for (plugin, linked, expected) in [
             (
+                "0.4.0",
                 "0.3.0",
-                "0.2.0",
-                "cannot load: rebuild it against toolcell:plugin@0.2.0",
+                "cannot load: rebuild it against toolcell:plugin@0.3.0",
             ),
-            ("0.0.9", "0.2.0", "cannot load"),
-            ("1.1.1", "0.2.0", "cannot load"),
+            ("0.0.9", "0.3.0", "cannot load"),
+            ("1.1.1", "0.3.0", "cannot load"),
+            (
+                "0.3.1",
+                "0.3.0",
+                "newer than this toolcell's toolcell:plugin@0.3.0",
+            ),
             (
                 "0.2.1",
                 "0.2.0",

@@ -28,6 +28,8 @@ pub struct Limits {
     pub max_args_bytes: usize,
     /// Operations (HTTP requests and timers) one plugin may have pending at once.
     pub max_pending_ops: usize,
+    /// Questions one call may ask the user (`ctx:ask`); 0: the plugin may not ask.
+    pub questions_per_call: u32,
     /// A plugin that crashes this many times within `crash_window` is disabled.
     pub max_crashes: usize,
     /// See `max_crashes`.
@@ -49,6 +51,7 @@ impl Default for Limits {
             deadline_grace: Duration::from_millis(200),
             max_args_bytes: MAX_JSON_BYTES,
             max_pending_ops: 65_536,
+            questions_per_call: 16,
             max_crashes: 5,
             crash_window: Duration::from_secs(60),
             schemas: SchemaBudget::default(),

@@ -189,6 +189,8 @@ pub struct LimitsSection {
     pub log_burst_bytes: Option<usize>,
     /// In `[limits]` only: how many calls of the whole runtime run at once (0: no cap).
     pub max_concurrent: Option<usize>,
+    /// Questions one call may ask the user (0: the plugin may not ask).
+    pub questions_per_call: Option<u32>,
 }
 
 /// `[http]`: the HTTP policy and bounds.
@@ -544,6 +546,7 @@ impl LimitsSection {
         if let Some(fuel) = self.fuel {
             limits.fuel = fuel;
         }
+        set(&mut limits.questions_per_call, self.questions_per_call);
         let schemas = &mut limits.schemas;
         set(&mut schemas.schema_bytes, self.schema_max_bytes);
         set(&mut schemas.plugin_schema_bytes, self.schemas_max_bytes);

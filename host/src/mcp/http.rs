@@ -352,6 +352,11 @@ impl HttpServer {
                 ));
             }
         };
+        if speaks_2026_07_28(&parts.headers)
+            && let Some(rejection) = jsonrpc::removed_method(&bytes)
+        {
+            return Err(refusal(StatusCode::NOT_FOUND, &rejection));
+        }
         let message = jsonrpc::check(&bytes)
             .map_err(|rejection| refusal(StatusCode::BAD_REQUEST, &rejection))?;
         let mut enrolment = None;
@@ -408,6 +413,15 @@ fn authorized<B>(request: &Request<B>, token: &str) -> bool {
         return false;
     };
     scheme.eq_ignore_ascii_case("Bearer") && bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
+/// Whether the request says it is of protocol 2026-07-28 or later (its
+/// `MCP-Protocol-Version` header; versions are dates, so they compare as text).
+fn speaks_2026_07_28(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|version| version >= "2026-07-28")
 }
 
 fn is_json<B>(request: &Request<B>) -> bool {

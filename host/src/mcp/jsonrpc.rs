@@ -86,6 +86,36 @@ impl Rejection {
     }
 }
 
+/// The methods protocol 2026-07-28 removed that this server still answers in older
+/// sessions.
+const REMOVED_IN_2026_07_28: [&str; 2] = ["initialize", "logging/setLevel"];
+
+/// The refusal of a request of protocol 2026-07-28 or later (a client that said so in
+/// its `MCP-Protocol-Version` header) for a method that protocol removed: "method not
+/// found", as for any method the server lacks (over HTTP, status 404). None for any
+/// other message, which goes on to [`check`].
+pub fn removed_method(bytes: &[u8]) -> Option<Rejection> {
+    #[derive(Deserialize)]
+    struct Peek {
+        id: Option<RequestId>,
+        method: Option<String>,
+    }
+    let peek: Peek = serde_json::from_slice(bytes.strip_prefix(BOM).unwrap_or(bytes)).ok()?;
+    let method = peek.method?;
+    REMOVED_IN_2026_07_28.contains(&method.as_str()).then(|| {
+        let instead = if method == "initialize" {
+            "a client of that protocol discovers the server with server/discover"
+        } else {
+            "a client of that protocol sets io.modelcontextprotocol/logLevel in a request's _meta"
+        };
+        Rejection::new(
+            peek.id,
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: '{method}' was removed in protocol 2026-07-28 ({instead})"),
+        )
+    })
+}
+
 /// Checks one message (a stdio line without its newline, or an HTTP body) and parses
 /// it for rmcp.
 pub fn check(bytes: &[u8]) -> Result<ClientJsonRpcMessage, Rejection> {
@@ -600,5 +630,30 @@ mod tests {
             (ErrorCode::INVALID_REQUEST, None)
         );
         assert!(rejection.message.contains("16 MiB"));
+    }
+
+    #[test]
+    fn methods_removed_in_2026_07_28_are_not_found_and_others_pass() {
+        let rejection = removed_method(
+            br#"{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"info"}}"#,
+        )
+        .expect("refused");
+        assert_eq!(rejection.code, ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(rejection.id, Some(RequestId::Number(7)));
+        assert!(rejection.message.contains("removed in protocol 2026-07-28"));
+        let answer = answer_of(&rejection);
+        assert_eq!(answer["error"]["code"], -32601, "{answer}");
+        assert!(removed_method(br#"{"jsonrpc":"2.0","id":"a","method":"initialize"}"#).is_some());
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#[..],
+            b"not json",
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        ] {
+            assert_eq!(removed_method(other), None);
+        }
+    }
+
+    fn answer_of(rejection: &Rejection) -> Value {
+        serde_json::from_str(&rejection.to_json()).expect("JSON")
     }
 }

@@ -16,7 +16,9 @@
 //! - `connections`: what both HTTP listeners admit: caps on open connections, idle
 //!   and slow clients closed, accept failures backed off;
 //! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
-//!   else `--ask-fallback`).
+//!   else `--ask-fallback`), and the questions plugins ask;
+//! - `questions`: who answers the questions plugins ask (elicitation);
+//! - `content`: a call's outcome as MCP content.
 //!
 //! Both transports share one [`ServerState`]: the runtime behind a lock (held only to
 //! start a call, to list tools or to swap a reloaded plugin in), the feed of tool-list
@@ -25,6 +27,7 @@
 
 mod approval;
 mod connections;
+mod content;
 mod direct;
 mod http;
 mod jsonrpc;
@@ -32,6 +35,7 @@ mod lifecycle;
 mod lines;
 mod logging;
 mod metrics;
+mod questions;
 mod server;
 mod stdio;
 

@@ -208,10 +208,10 @@ impl SessionState {
             return self.search(args, &context).await;
         }
         let approvals = self.approvals.get_or_init(|| {
-            Arc::new(approval::for_session(
-                &context.peer,
-                self.shared.options.ask_fallback,
-            ))
+            Arc::new(
+                approval::for_session(&context.peer, self.shared.options.ask_fallback)
+                    .with_questions(super::questions::for_session(&context.peer)),
+            )
         });
         let (mut log, started) = {
             let runtime = self.shared.runtime();
@@ -293,12 +293,7 @@ impl SessionState {
         if let Some(value) = call.structured() {
             return Ok(CallToolResult::structured(value));
         }
-        let text = ContentBlock::text(outcome.model_text());
-        Ok(if outcome.is_completed() {
-            CallToolResult::success(vec![text])
-        } else {
-            CallToolResult::error(vec![text])
-        })
+        Ok(super::content::result(&outcome))
     }
 
     /// A call of `search_tools`: when it found tools the session did not list, the

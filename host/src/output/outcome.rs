@@ -8,9 +8,12 @@
 
 use std::borrow::Cow;
 
+use crate::output::content::{self, ContentPart};
+
 /// How a call ended.
 ///
-/// Every variant but [`Completed`](CallOutcome::Completed) is a failure, which the model
+/// Every variant but [`Completed`](CallOutcome::Completed) and
+/// [`Content`](CallOutcome::Content) is a failure, which the model
 /// sees as `[tool failed: MESSAGE]` ([`CallOutcome::model_text`]); the variant says what
 /// failed, the message says it in words. More kinds may come, so the enum is
 /// `#[non_exhaustive]`: match the kinds you act on and keep a `_` arm, or ask
@@ -34,6 +37,9 @@ use std::borrow::Cow;
 pub enum CallOutcome {
     /// The tool completed; the string is its output.
     Completed(String),
+    /// The tool completed with a result of several parts (text, images, audio,
+    /// resources: `ctx:complete_content`), in order.
+    Content(Vec<ContentPart>),
     /// The tool failed by its own account: it called `ctx:fail`, raised an error its
     /// code did not catch, or its handler returned an error. The message is the
     /// plugin's (cut to 64 KiB).
@@ -124,10 +130,19 @@ pub enum PluginFate {
 impl CallOutcome {
     /// Whether the tool completed.
     pub fn is_completed(&self) -> bool {
-        matches!(self, CallOutcome::Completed(_))
+        matches!(self, CallOutcome::Completed(_) | CallOutcome::Content(_))
     }
 
-    /// The tool's output, when it completed.
+    /// The parts of a result made of parts.
+    pub fn content(&self) -> Option<&[ContentPart]> {
+        match self {
+            CallOutcome::Content(parts) => Some(parts),
+            _ => None,
+        }
+    }
+
+    /// The tool's output, when it completed with text (see [`CallOutcome::content`]
+    /// for a result of parts).
     pub fn output(&self) -> Option<&str> {
         match self {
             CallOutcome::Completed(output) => Some(output),
@@ -139,7 +154,7 @@ impl CallOutcome {
     /// the call did not complete.
     pub fn failure(&self) -> Option<&str> {
         match self {
-            CallOutcome::Completed(_) => None,
+            CallOutcome::Completed(_) | CallOutcome::Content(_) => None,
             CallOutcome::Failed(message)
             | CallOutcome::BrokeRule(message)
             | CallOutcome::TimedOut(message)
@@ -154,9 +169,16 @@ impl CallOutcome {
         }
     }
 
-    /// The same kind of outcome with `text` as its output (completed) or its message.
+    /// The same kind of outcome with `text` as its output (completed, a result of
+    /// parts included) or its message.
     pub fn with_text(self, text: String) -> CallOutcome {
-        self.map_text(|_| text)
+        match self {
+            CallOutcome::Content(_) => CallOutcome::Completed(text),
+            other => {
+                let mut text = Some(text);
+                other.map_text(|_| text.take().unwrap_or_default())
+            }
+        }
     }
 
     /// The kind as a stable lower-case label, for logs and metrics: `completed`,
@@ -164,7 +186,7 @@ impl CallOutcome {
     /// `cancelled`, `stopped`, `denied`, `refused` or `invalid_arguments`.
     pub fn label(&self) -> &'static str {
         match self {
-            CallOutcome::Completed(_) => "completed",
+            CallOutcome::Completed(_) | CallOutcome::Content(_) => "completed",
             CallOutcome::Failed(_) => "failed",
             CallOutcome::BrokeRule(_) => "broke_rule",
             CallOutcome::TimedOut(_) => "timed_out",
@@ -179,11 +201,20 @@ impl CallOutcome {
         }
     }
 
-    /// The same outcome with its text (the output, or the failure's message) passed
-    /// through `change`.
-    pub(crate) fn map_text(self, change: impl FnOnce(String) -> String) -> CallOutcome {
+    /// The same outcome with its text (the output, each text part of a result of
+    /// parts, or the failure's message) passed through `change`.
+    pub(crate) fn map_text(self, mut change: impl FnMut(String) -> String) -> CallOutcome {
         match self {
             CallOutcome::Completed(output) => CallOutcome::Completed(change(output)),
+            CallOutcome::Content(parts) => CallOutcome::Content(
+                parts
+                    .into_iter()
+                    .map(|part| match part {
+                        ContentPart::Text(text) => ContentPart::Text(change(text)),
+                        other => other,
+                    })
+                    .collect(),
+            ),
             CallOutcome::Failed(message) => CallOutcome::Failed(change(message)),
             CallOutcome::BrokeRule(message) => CallOutcome::BrokeRule(change(message)),
             CallOutcome::TimedOut(message) => CallOutcome::TimedOut(change(message)),
@@ -210,13 +241,17 @@ impl CallOutcome {
         }
     }
 
-    /// The text the model sees: the output, or `[tool failed: MESSAGE]`.
+    /// The text the model sees: the output (a result of parts as text, each binary
+    /// part a line saying what it is), or `[tool failed: MESSAGE]`.
     pub fn model_text(&self) -> String {
         self.to_model_text().into_owned()
     }
 
     /// [`CallOutcome::model_text`] without copying a completed call's output.
     pub fn to_model_text(&self) -> Cow<'_, str> {
+        if let CallOutcome::Content(parts) = self {
+            return Cow::Owned(content::text_view(parts));
+        }
         match self.failure() {
             None => Cow::Borrowed(self.output().unwrap_or_default()),
             Some(message) => Cow::Owned(format!("[tool failed: {message}]")),

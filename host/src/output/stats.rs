@@ -41,7 +41,7 @@ pub const LATENCY_BUCKETS: [f64; 14] = [
 /// Where an outcome is counted in [`OUTCOMES`].
 fn slot(outcome: &CallOutcome) -> usize {
     match outcome {
-        CallOutcome::Completed(_) => 0,
+        CallOutcome::Completed(_) | CallOutcome::Content(_) => 0,
         CallOutcome::Failed(_) => 1,
         CallOutcome::BrokeRule(_) => 2,
         CallOutcome::TimedOut(_) => 3,

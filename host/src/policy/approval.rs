@@ -19,12 +19,12 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::grants::Grants;
 use crate::config::permissions::Decision;
 use crate::policy::plugin_info::PluginInfo;
+use crate::services::ask::QuestionHandler;
 use crate::tool::info::ToolInfo;
 
 /// The priority of an embedder's resolver unless it says otherwise: before the user's
@@ -103,8 +103,8 @@ pub enum Answer {
     Unanswered(String),
 }
 
-/// A boxed future, as permission handlers return.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+/// A boxed future, as permission handlers (and question handlers) return.
+pub use crate::services::ask::BoxFuture;
 
 /// Who answers `ask`: the embedder's `on_permission`, the terminal, an MCP client.
 ///
@@ -129,6 +129,8 @@ where
 /// runtime's.
 pub struct Approvals {
     asker: Asker,
+    /// Who answers the questions plugins ask during the session's calls (`ctx:ask`).
+    questions: Option<Arc<dyn QuestionHandler>>,
     /// Tools (by path) answered "allow for the session", with what the answer saw of
     /// their plugin.
     allowed: Mutex<HashMap<String, Approved>>,
@@ -180,8 +182,21 @@ impl Approvals {
         };
         Approvals {
             asker,
+            questions: None,
             allowed: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same approvals, with `handler` answering the questions plugins ask
+    /// (`ctx:ask`) during the session's calls.
+    pub fn with_questions(mut self, handler: Arc<dyn QuestionHandler>) -> Approvals {
+        self.questions = Some(handler);
+        self
+    }
+
+    /// Who answers the questions plugins ask, if anyone.
+    pub fn question_handler(&self) -> Option<&Arc<dyn QuestionHandler>> {
+        self.questions.as_ref()
     }
 
     /// A session where nobody can be asked: `ask` denies the call for `reason` (the
@@ -189,6 +204,7 @@ impl Approvals {
     pub fn refusing(reason: &str) -> Approvals {
         Approvals {
             asker: Asker::Refuse(reason.to_string()),
+            questions: None,
             allowed: Mutex::new(HashMap::new()),
         }
     }

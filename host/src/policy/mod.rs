@@ -29,6 +29,7 @@ use crate::output::progress::ProgressSender;
 use crate::output::stats::{Meters, ToolMeter};
 use crate::policy::plugin_info::PluginInfo;
 use crate::sandbox::{Ended, PluginHandle};
+use crate::services::ask::Questions;
 use crate::tool::info::ToolInfo;
 
 pub use crate::config::permissions::{
@@ -197,6 +198,8 @@ pub(crate) struct Gated {
     pub check: Box<ArgumentCheck>,
     /// Where the plugin's progress goes.
     pub progress: ProgressSender,
+    /// Where the plugin's questions go.
+    pub questions: Option<Questions>,
     pub cancel: Arc<Cancellation>,
 }
 
@@ -245,9 +248,14 @@ impl Gated {
             Ok(permits) => permits,
             Err(cancelled) => return Ended::before_running(cancelled),
         };
-        let mut leg = self
-            .handle
-            .start(self.id, &name, args, self.tool.timeout, self.progress);
+        let mut leg = self.handle.start(
+            self.id,
+            &name,
+            args,
+            self.tool.timeout,
+            self.progress,
+            self.questions,
+        );
         let ended = tokio::select! {
             ended = &mut leg => ended,
             () = self.cancel.token.cancelled() => {

@@ -28,6 +28,7 @@ use crate::policy::{
 };
 use crate::runtime::admission::Sidecar;
 use crate::sandbox::SharedServices;
+use crate::services::ask::QuestionHandler;
 use crate::services::debug_log::DebugLog;
 use crate::services::files::{FileAccess, FileRoot, Files, RootError};
 use crate::services::http::HostGrant;
@@ -107,6 +108,7 @@ pub struct RuntimeBuilder {
     log_listener: Option<Arc<dyn LogListener>>,
     resolvers: Vec<RegisteredResolver>,
     on_permission: Option<Arc<dyn PermissionHandler>>,
+    on_question: Option<Arc<dyn QuestionHandler>>,
     /// `None`: `ask`.
     permission_default: Option<Verdict>,
     rules: CommandLineRules,
@@ -262,6 +264,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Who answers the questions plugins ask (`ctx:ask`) during calls made without a
+    /// session of their own. Without one, a plugin's question is unanswered.
+    pub fn on_question(mut self, handler: impl QuestionHandler) -> Self {
+        self.on_question = Some(Arc::new(handler));
+        self
+    }
+
     /// The decision when no resolver, rule, preset or `no_prompt` decides and the
     /// configuration sets no `[permissions] default`. Default: `ask` (clm-tool(5):
     /// a tool without `no_prompt` is confirmed first); the CLI uses `allow`.
@@ -394,7 +403,10 @@ impl RuntimeBuilder {
             )?,
             caps,
             meters: Meters::default(),
-            approvals: Arc::new(Approvals::new(self.on_permission)),
+            approvals: Arc::new(match self.on_question {
+                Some(handler) => Approvals::new(self.on_permission).with_questions(handler),
+                None => Approvals::new(self.on_permission),
+            }),
         };
         let deferral = Deferral {
             default: self

@@ -254,8 +254,19 @@ fn checked_output(
     outcome: CallOutcome,
     validator: &SchemaValidator,
 ) -> (CallOutcome, Option<serde_json::Value>) {
-    let CallOutcome::Completed(output) = outcome else {
-        return (outcome, None);
+    let output = match outcome {
+        CallOutcome::Completed(output) => output,
+        CallOutcome::Content(_) => {
+            return (
+                CallOutcome::BrokeRule(
+                    "the tool's output is a result of parts; a tool with an output schema \
+                     completes with a JSON value"
+                        .to_string(),
+                ),
+                None,
+            );
+        }
+        other => return (other, None),
     };
     let problem = match serde_json::from_str::<serde_json::Value>(&output) {
         Ok(value) => match validator.check_output(&value) {

@@ -13,6 +13,7 @@ use crate::output::envelope::Envelope;
 use crate::output::outcome::CallOutcome;
 use crate::output::progress;
 use crate::policy::{Approvals, Cancellation, Gated};
+use crate::services::ask::{Questions, Route as QuestionRoute};
 
 /// How a call is made, beyond its tool and arguments ([`Runtime::call_with`]).
 #[derive(Debug, Default)]
@@ -153,11 +154,22 @@ impl Runtime {
             tracing::Span::none()
         };
         let (sender, progress) = progress::channel();
+        let envelope = self
+            .untrusted
+            .envelops(&info.plugin)
+            .then(|| envelope.clone());
+        let questions = approvals.question_handler().map(|handler| {
+            Questions::Route(Arc::new(QuestionRoute {
+                handler: handler.clone(),
+                tool: info.name.clone(),
+                envelope: envelope.clone(),
+            }))
+        });
         let route = if gate.is_open(approvals) {
             Route::Direct(span.in_scope(|| {
                 entry
                     .handle
-                    .start(id, &info.name, args.text, info.timeout, sender)
+                    .start(id, &info.name, args.text, info.timeout, sender, questions)
             }))
         } else {
             let cancel = Arc::new(Cancellation::default());
@@ -179,6 +191,7 @@ impl Runtime {
                         .map(|checked| checked.text)
                 }),
                 progress: sender,
+                questions,
                 cancel: cancel.clone(),
             };
             Route::Gated {
@@ -199,10 +212,7 @@ impl Runtime {
                 run: self.run,
             },
             keeping: None,
-            envelope: self
-                .untrusted
-                .envelops(&info.plugin)
-                .then(|| envelope.clone()),
+            envelope,
             structured: None,
         })
     }

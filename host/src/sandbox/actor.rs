@@ -28,6 +28,7 @@ use super::supervisor::{CallRequest, Supervisor};
 use crate::output::outcome::CallOutcome;
 use crate::output::progress::ProgressSender;
 use crate::sandbox::wit::ToolSpec;
+use crate::services::ask::Questions;
 
 enum Command {
     Start(CallRequest),
@@ -77,8 +78,9 @@ impl PluginHandle {
     }
 
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
-    /// plugin's default) and whose progress goes to `progress`; the returned future
-    /// yields how it ended, and cancels it if dropped first. When the plugin is idle,
+    /// plugin's default), whose progress goes to `progress` and whose questions go
+    /// where `questions` says (none: nobody can be asked); the returned future yields
+    /// how it ended, and cancels it if dropped first. When the plugin is idle,
     /// the call's first step runs before this returns (at most until running code
     /// first yields, a few milliseconds).
     pub fn start(
@@ -88,6 +90,7 @@ impl PluginHandle {
         args: String,
         timeout: Option<Duration>,
         progress: ProgressSender,
+        questions: Option<Questions>,
     ) -> PluginCall {
         let (reply, outcome) = oneshot::channel();
         let leg = PluginCall::new(self.clone(), call, outcome);
@@ -98,6 +101,7 @@ impl PluginHandle {
             timeout,
             reply,
             progress,
+            questions,
         };
         let Err(request) = self.run_here(request) else {
             return leg;

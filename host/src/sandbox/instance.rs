@@ -14,9 +14,13 @@ use super::PluginContext;
 use super::operations::Operations;
 use super::state::StoreState;
 use crate::base::limits::format_bytes;
+use crate::output::content::ContentPart;
 use crate::output::outcome::CrashCause;
 use crate::output::progress::ProgressSender;
-use crate::sandbox::wit::{self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1};
+use crate::sandbox::wit::{
+    self, CallState, LoadError, LoadRequest, OpOutcome, ToolSpec, v0_1, v0_2,
+};
+use crate::services::ask::Questions;
 use crate::services::clock;
 
 /// How much fuel running plugin code burns between two yields to the async executor,
@@ -40,6 +44,8 @@ pub struct PluginPre {
 enum WorldExports {
     /// A plugin of the current world.
     Current(wit::PluginIndices),
+    /// A plugin built for `toolcell:plugin@0.2.0`.
+    V0_2(v0_2::PluginIndices),
     /// A plugin built for `toolcell:plugin@0.1.x`.
     V0_1(v0_1::PluginIndices),
 }
@@ -64,23 +70,28 @@ pub struct MemoryUse {
 /// A plugin instance's exports, in the world it was built for.
 enum Guest {
     Current(wit::Plugin),
+    V0_2(v0_2::Plugin),
     V0_1(v0_1::Plugin),
 }
 
 impl PluginPre {
     /// Pre-links `pre` (an `InstancePre` of a component targeting the plugin world of
-    /// this toolcell or of the 0.1 series, by the version of the guest interface it
+    /// this toolcell or of an older series, by the version of the guest interface it
     /// exports).
     pub fn new(pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
         let engine = pre.engine();
-        let v0_1 = pre
-            .component()
-            .component_type()
-            .exports(engine)
-            .any(|(name, _)| name.starts_with("toolcell:plugin/guest@0.1."));
+        let exports_series = |series: &str| {
+            let prefix = format!("toolcell:plugin/guest@{series}.");
+            pre.component()
+                .component_type()
+                .exports(engine)
+                .any(|(name, _)| name.starts_with(&prefix))
+        };
         let lua_memory = pre.component().get_export_index(None, LUA_MEMORY);
-        let world = if v0_1 {
+        let world = if exports_series("0.1") {
             WorldExports::V0_1(v0_1::PluginIndices::new(&pre)?)
+        } else if exports_series("0.2") {
+            WorldExports::V0_2(v0_2::PluginIndices::new(&pre)?)
         } else {
             WorldExports::Current(wit::PluginIndices::new(&pre)?)
         };
@@ -103,6 +114,7 @@ impl PluginPre {
         let instance = self.pre.instantiate_async(&mut *store).await?;
         let guest = match &self.world {
             WorldExports::Current(indices) => Guest::Current(indices.load(&mut *store, &instance)?),
+            WorldExports::V0_2(indices) => Guest::V0_2(indices.load(&mut *store, &instance)?),
             WorldExports::V0_1(indices) => Guest::V0_1(indices.load(&mut *store, &instance)?),
         };
         let lua_memory = self
@@ -112,8 +124,8 @@ impl PluginPre {
     }
 }
 
-/// The guest's four exports, with a 0.1 guest's values converted at the edge (see
-/// `wit::v0_1`). The second value of `start` and `resume` is a 0.1 guest's own
+/// The guest's four exports, with an older guest's values converted at the edge (see
+/// `wit::v0_2`, `wit::v0_1`). The second value of `start` and `resume` is a 0.1 guest's own
 /// words for running out of memory.
 impl Guest {
     async fn load(
@@ -125,6 +137,11 @@ impl Guest {
             Guest::Current(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
                 guest.call_load(store, request).await
+            }
+            Guest::V0_2(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let request = v0_2::load_request(request);
+                Ok(v0_2::load_result(guest.call_load(store, &request).await?))
             }
             Guest::V0_1(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
@@ -148,6 +165,11 @@ impl Guest {
                 let state = guest.call_start(store, call, tool, args, deadline).await?;
                 Ok((state, None))
             }
+            Guest::V0_2(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let state = guest.call_start(store, call, tool, args, deadline).await?;
+                Ok((v0_2::call_state(state), None))
+            }
             Guest::V0_1(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
                 let state = guest.call_start(store, call, tool, args, deadline).await?;
@@ -162,12 +184,21 @@ impl Guest {
         call: u64,
         op: u64,
         outcome: OpOutcome,
+        deadline: u64,
     ) -> wasmtime::Result<(CallState, Option<String>)> {
         match self {
             Guest::Current(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
-                let state = guest.call_resume(store, call, op, &outcome).await?;
+                let state = guest
+                    .call_resume(store, call, op, &outcome, deadline)
+                    .await?;
                 Ok((state, None))
+            }
+            Guest::V0_2(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                let outcome = v0_2::op_outcome(outcome);
+                let state = guest.call_resume(store, call, op, &outcome).await?;
+                Ok((v0_2::call_state(state), None))
             }
             Guest::V0_1(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
@@ -186,6 +217,10 @@ impl Guest {
     ) -> wasmtime::Result<()> {
         match self {
             Guest::Current(plugin) => {
+                let guest = plugin.toolcell_plugin_guest();
+                guest.call_cancel(store, call, reason).await
+            }
+            Guest::V0_2(plugin) => {
                 let guest = plugin.toolcell_plugin_guest();
                 guest.call_cancel(store, call, reason).await
             }
@@ -250,6 +285,8 @@ pub enum Step {
     Pending,
     /// It completed with this output.
     Completed(String),
+    /// It completed with these parts.
+    CompletedContent(Vec<ContentPart>),
     /// The tool failed with this message.
     Failed(String),
     /// The plugin broke a rule of the tool contract; the message says which.
@@ -351,19 +388,30 @@ impl Instance {
         &mut self.store.data_mut().operations
     }
 
-    /// Starts call `call` of `tool`, whose progress goes to `progress`; `fuel` is the
-    /// call's remaining budget.
+    /// The instance's operations, to read.
+    pub fn operations_ref(&self) -> &Operations {
+        &self.store.data().operations
+    }
+
+    /// Starts call `call` of `tool`, whose progress goes to `progress` and whose
+    /// questions go where `questions` says; `fuel` is the call's remaining budget.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         &mut self,
         call: u64,
         tool: &str,
         args: &str,
         progress: ProgressSender,
+        questions: Option<Questions>,
         deadline: Instant,
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
         self.operations().begin_call(call);
-        self.store.data_mut().progress.insert(call, progress);
+        let state = self.store.data_mut();
+        state.progress.insert(call, progress);
+        if let Some(questions) = questions {
+            state.questions.insert(call, questions);
+        }
         let hard_deadline = self.arm_backstops(call, *fuel, deadline);
         let deadline_ns = clock::instant_to_nanos(deadline);
         let step = self
@@ -383,7 +431,10 @@ impl Instance {
         fuel: &mut u64,
     ) -> Result<Step, Crash> {
         let hard_deadline = self.arm_backstops(call, *fuel, deadline);
-        let step = self.guest.resume(&mut self.store, call, op, outcome);
+        let deadline_ns = clock::instant_to_nanos(deadline);
+        let step = self
+            .guest
+            .resume(&mut self.store, call, op, outcome, deadline_ns);
         let result = until(hard_deadline, step).await;
         self.finish(result, fuel).map(|state| self.step(state))
     }
@@ -425,7 +476,9 @@ impl Instance {
     /// Ends a call the plugin reported as ended: aborts what it left pending.
     pub fn end_call(&mut self, call: u64) {
         self.operations().end_call(call);
-        self.store.data_mut().progress.remove(&call);
+        let state = self.store.data_mut();
+        state.progress.remove(&call);
+        state.questions.remove(&call);
     }
 
     /// What the guest said was running when it stopped the last step (for Lua: a
@@ -452,6 +505,9 @@ impl Instance {
         match state {
             CallState::Pending => Step::Pending,
             CallState::Completed(output) => Step::Completed(output),
+            CallState::CompletedContent(parts) => {
+                Step::CompletedContent(parts.into_iter().map(ContentPart::from).collect())
+            }
             CallState::Failed(message) => Step::Failed(message),
             CallState::BrokeRule(message) => Step::BrokeRule(message),
             CallState::OutOfMemory => Step::OutOfMemory(self.memory_message(guest_text)),

@@ -9,11 +9,15 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::PluginContext;
 use super::limiter::MemoryCap;
-use super::operations::Operations;
+use super::operations::{OpKind, Operations};
 use crate::base::fast_map::FastMap;
 use crate::base::limits::prefix_within;
 use crate::output::progress::{Progress, ProgressSender};
-use crate::sandbox::wit::{HttpRequest, HttpResponse, OpOutcome, Plugin, toolcell, v0_1};
+use crate::sandbox::wit::{
+    Answer, HttpRequest, HttpResponse, OpOutcome, Plugin, Question, toolcell,
+};
+use crate::sandbox::wit::{v0_1, v0_2};
+use crate::services::ask::{self, Questions, Reply};
 use crate::services::clock;
 use crate::services::http::{self, Method};
 
@@ -36,6 +40,8 @@ pub struct StoreState {
     pub(super) timeout_note: Option<String>,
     /// Where the progress each call in flight reports goes.
     pub(super) progress: FastMap<u64, ProgressSender>,
+    /// Who answers the questions of each call in flight that has someone to ask.
+    pub(super) questions: FastMap<u64, Questions>,
 }
 
 impl StoreState {
@@ -53,7 +59,10 @@ impl StoreState {
             plugin.grants.limits.linear_memory,
             plugin.peak_memory.clone(),
         );
-        let operations = Operations::new(plugin.grants.limits.max_pending_ops);
+        let operations = Operations::new(
+            plugin.grants.limits.max_pending_ops,
+            plugin.grants.limits.questions_per_call,
+        );
         StoreState {
             wasi,
             table: ResourceTable::new(),
@@ -63,6 +72,7 @@ impl StoreState {
             running: None,
             timeout_note: None,
             progress: FastMap::default(),
+            questions: FastMap::default(),
         }
     }
 }
@@ -77,13 +87,24 @@ impl WasiView for StoreState {
 }
 
 /// Adds the WASI interfaces (empty, see `StoreState::new`) and the toolcell host
-/// services to `linker`, in the current world and in 0.1's (a different minor version
-/// of a 0.x package is a different interface to the linker).
+/// services to `linker`, in the current world and in 0.2's and 0.1's (a different minor
+/// version of a 0.x package is a different interface to the linker).
 pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
     Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    v0_2::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
     v0_1::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
     Ok(())
+}
+
+/// A reply as the WIT world's answer: an accepted form as JSON object text.
+fn answer(reply: Reply) -> Answer {
+    match reply {
+        Reply::Accepted(form) => Answer::Accepted(serde_json::Value::Object(form).to_string()),
+        Reply::Declined => Answer::Declined,
+        Reply::Cancelled => Answer::Cancelled,
+        Reply::Unanswered(reason) => Answer::Unanswered(reason),
+    }
 }
 
 impl toolcell::plugin::types::Host for StoreState {}
@@ -161,7 +182,7 @@ impl toolcell::plugin::host::Host for StoreState {
             .parse()
             .map_err(|error: http::HttpError| error.to_string())?;
         self.operations
-            .admit(call, true)
+            .admit(call, OpKind::Http)
             .map_err(|refused| refused.to_string())?;
         let client = self.plugin.http()?;
         let request = http::Request {
@@ -170,7 +191,7 @@ impl toolcell::plugin::host::Host for StoreState {
             headers: request.headers,
             body: request.body,
         };
-        Ok(self.operations.spawn(call, true, async move {
+        Ok(self.operations.spawn(call, OpKind::Http, async move {
             match client.fetch(request).await {
                 Ok(response) => OpOutcome::HttpResponse(HttpResponse {
                     status: response.status,
@@ -184,11 +205,24 @@ impl toolcell::plugin::host::Host for StoreState {
 
     fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
         self.operations
-            .admit(call, false)
+            .admit(call, OpKind::Timer)
             .map_err(|refused| refused.to_string())?;
-        Ok(self.operations.spawn(call, false, async move {
+        Ok(self.operations.spawn(call, OpKind::Timer, async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             OpOutcome::TimerFired
+        }))
+    }
+
+    fn ask_start(&mut self, call: u64, question: Question) -> Result<u64, String> {
+        self.operations
+            .admit(call, OpKind::Ask)
+            .map_err(|refused| refused.to_string())?;
+        let schema = ask::check_schema(&question.schema)?;
+        let questions = self.questions.get(&call).cloned().unwrap_or_default();
+        let plugin = self.plugin.name.clone();
+        Ok(self.operations.spawn(call, OpKind::Ask, async move {
+            let reply = questions.ask(call, plugin, &question.message, schema).await;
+            OpOutcome::Answered(answer(reply))
         }))
     }
 
@@ -211,51 +245,72 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 }
 
-impl v0_1::toolcell::plugin::types::Host for StoreState {}
+/// The host services of an older world (`$world`): the current ones, with the HTTP
+/// request converted; `$more` are the services it has beyond those of 0.1.
+macro_rules! older_world_host {
+    ($world:ident { $($more:item)* }) => {
+        impl $world::toolcell::plugin::types::Host for StoreState {}
 
-/// The 0.1 host services are the current ones; only the request type differs.
-impl v0_1::toolcell::plugin::host::Host for StoreState {
-    fn log(&mut self, message: String) {
-        toolcell::plugin::host::Host::log(self, message);
-    }
+        impl $world::toolcell::plugin::host::Host for StoreState {
+            fn log(&mut self, message: String) {
+                toolcell::plugin::host::Host::log(self, message);
+            }
 
-    fn now(&mut self) -> u64 {
-        toolcell::plugin::host::Host::now(self)
-    }
+            fn now(&mut self) -> u64 {
+                toolcell::plugin::host::Host::now(self)
+            }
 
-    fn interrupted(&mut self, deadline: u64) -> bool {
-        toolcell::plugin::host::Host::interrupted(self, deadline)
-    }
+            fn interrupted(&mut self, deadline: u64) -> bool {
+                toolcell::plugin::host::Host::interrupted(self, deadline)
+            }
 
-    fn timeout_note(&mut self, note: String) {
-        toolcell::plugin::host::Host::timeout_note(self, note);
-    }
+            fn timeout_note(&mut self, note: String) {
+                toolcell::plugin::host::Host::timeout_note(self, note);
+            }
 
-    fn config(&mut self, key: String) -> Option<String> {
-        toolcell::plugin::host::Host::config(self, key)
-    }
+            fn config(&mut self, key: String) -> Option<String> {
+                toolcell::plugin::host::Host::config(self, key)
+            }
 
-    async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
-        toolcell::plugin::host::Host::read_file(self, path).await
-    }
+            async fn read_file(&mut self, path: String) -> Result<Vec<u8>, String> {
+                toolcell::plugin::host::Host::read_file(self, path).await
+            }
 
-    async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
-        toolcell::plugin::host::Host::write_file(self, path, content).await
-    }
+            async fn write_file(&mut self, path: String, content: Vec<u8>) -> Result<(), String> {
+                toolcell::plugin::host::Host::write_file(self, path, content).await
+            }
 
-    fn http_start(
+            fn http_start(
+                &mut self,
+                call: u64,
+                request: $world::toolcell::plugin::types::HttpRequest,
+            ) -> Result<u64, String> {
+                toolcell::plugin::host::Host::http_start(self, call, $world::http_request(request))
+            }
+
+            fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
+                toolcell::plugin::host::Host::timer_start(self, call, ms)
+            }
+
+            fn cancel_op(&mut self, op: u64) {
+                toolcell::plugin::host::Host::cancel_op(self, op);
+            }
+
+            $($more)*
+        }
+    };
+}
+
+older_world_host!(v0_2 {
+    fn progress(
         &mut self,
         call: u64,
-        request: v0_1::toolcell::plugin::types::HttpRequest,
-    ) -> Result<u64, String> {
-        toolcell::plugin::host::Host::http_start(self, call, v0_1::http_request(request))
+        done: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Result<(), String> {
+        toolcell::plugin::host::Host::progress(self, call, done, total, message)
     }
+});
 
-    fn timer_start(&mut self, call: u64, ms: u64) -> Result<u64, String> {
-        toolcell::plugin::host::Host::timer_start(self, call, ms)
-    }
-
-    fn cancel_op(&mut self, op: u64) {
-        toolcell::plugin::host::Host::cancel_op(self, op);
-    }
-}
+older_world_host!(v0_1 {});

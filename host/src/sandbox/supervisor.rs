@@ -22,6 +22,7 @@ use crate::base::fast_map::FastMap;
 use crate::base::limits::bounded_message;
 use crate::output::outcome::{CallOutcome, CrashCause, PluginFate};
 use crate::output::progress::ProgressSender;
+use crate::services::ask::Questions;
 
 /// A call to start: what the caller asked for and where its outcome goes.
 pub struct CallRequest {
@@ -37,6 +38,8 @@ pub struct CallRequest {
     pub reply: oneshot::Sender<Ended>,
     /// Receives the progress the plugin reports.
     pub progress: ProgressSender,
+    /// Answers the questions the plugin asks (none: nobody can be asked).
+    pub questions: Option<Questions>,
 }
 
 /// A call in flight, as the host sees it.
@@ -45,6 +48,8 @@ struct HostCall {
     log: LogEnd,
     tool: String,
     reply: oneshot::Sender<Ended>,
+    /// The deadline as the call started: it moves later by the time the call waits
+    /// for answers (`Operations::waited`).
     deadline: Instant,
     timeout: Duration,
     /// Set when the call runs under the plugin's default deadline and the policy
@@ -103,17 +108,39 @@ impl Supervisor {
     }
 
     /// The earliest deadline of a call in flight, which the actor watches from now on.
+    /// A call waiting for an answer has none while it waits.
     pub fn watch_next_deadline(&mut self) -> Option<Instant> {
-        self.watched = self.calls.values().map(|call| call.deadline).min();
+        self.watched = (self.calls.keys())
+            .filter_map(|&call| self.running_deadline(call))
+            .min();
         self.watched
     }
 
     /// Whether `call` is in flight with a deadline before the one the actor watches,
     /// so that the actor must be told to look again.
     pub fn needs_watching(&self, call: CallId) -> bool {
-        self.calls
-            .get(&call)
-            .is_some_and(|call| self.watched.is_none_or(|watched| call.deadline < watched))
+        self.running_deadline(call)
+            .is_some_and(|deadline| self.watched.is_none_or(|watched| deadline < watched))
+    }
+
+    /// The deadline of call `call` in flight: where it started, moved by the time it
+    /// has waited for answers (while it waits, the deadline moves with the clock).
+    fn deadline_of(&self, call: CallId) -> Option<Instant> {
+        let host_call = self.calls.get(&call)?;
+        let waited = (self.instance.as_ref()).map_or(Duration::ZERO, |instance| {
+            instance.operations_ref().waited(call)
+        });
+        Some(host_call.deadline + waited)
+    }
+
+    /// The deadline that can pass: none while the call waits for an answer.
+    fn running_deadline(&self, call: CallId) -> Option<Instant> {
+        let asking = (self.instance.as_ref())
+            .is_some_and(|instance| instance.operations_ref().is_asking(call));
+        if asking {
+            return None;
+        }
+        self.deadline_of(call)
     }
 
     /// Runs the first step of a call; its outcome is sent once it ends.
@@ -125,6 +152,7 @@ impl Supervisor {
             timeout,
             reply,
             progress,
+            questions,
         } = request;
         if let Some(reason) = &self.disabled {
             let _ = reply.send(Ended::before_running(CallOutcome::Disabled(reason.clone())));
@@ -156,7 +184,7 @@ impl Supervisor {
         let budget = self.context.grants.limits.fuel;
         let mut fuel = budget;
         let state = instance
-            .start(call, &tool, &args, progress, deadline, &mut fuel)
+            .start(call, &tool, &args, progress, questions, deadline, &mut fuel)
             .await;
         let host_call = HostCall {
             log: LogEnd {
@@ -210,6 +238,7 @@ impl Supervisor {
                 return;
             }
             Ok(Step::Completed(output)) => CallOutcome::Completed(output),
+            Ok(Step::CompletedContent(parts)) => CallOutcome::Content(parts),
             Ok(Step::Failed(message)) => CallOutcome::Failed(bounded_message(message)),
             Ok(Step::BrokeRule(message)) => CallOutcome::BrokeRule(bounded_message(message)),
             Ok(Step::OutOfMemory(message)) => CallOutcome::OutOfMemory(bounded_message(message)),
@@ -247,6 +276,12 @@ impl Supervisor {
         if !instance.operations().complete(event.op, event.call) {
             return;
         }
+        let Some(deadline) = self.deadline_of(event.call) else {
+            return;
+        };
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
         let Some(mut host_call) = self.calls.remove(&event.call) else {
             return;
         };
@@ -255,7 +290,7 @@ impl Supervisor {
                 event.call,
                 event.op,
                 event.outcome,
-                host_call.deadline,
+                deadline,
                 &mut host_call.fuel,
             )
             .await;
@@ -265,11 +300,9 @@ impl Supervisor {
     /// Fails every call whose deadline has passed.
     pub async fn expire(&mut self) {
         let now = Instant::now();
-        let due: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, call)| call.deadline <= now)
-            .map(|(id, _)| *id)
+        let due: Vec<CallId> = (self.calls.keys())
+            .copied()
+            .filter(|&call| (self.running_deadline(call)).is_some_and(|deadline| deadline <= now))
             .collect();
         for call in due {
             if let Some(host_call) = self.calls.get(&call) {

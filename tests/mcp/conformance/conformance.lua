@@ -44,6 +44,7 @@ clm.tool_register("json_schema_2020_12_tool", {
     type = "object",
     ["$defs"] = {
       address = {
+        ["$anchor"] = "addressDef",
         type = "object",
         properties = { street = { type = "string" }, city = { type = "string" } },
       },
@@ -51,7 +52,14 @@ clm.tool_register("json_schema_2020_12_tool", {
     properties = {
       name = { type = "string" },
       address = { ["$ref"] = "#/$defs/address" },
+      contactMethod = { type = "string", enum = { "phone", "email" } },
+      phone = { type = "string" },
+      email = { type = "string" },
     },
+    allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+    ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+    ["then"] = { required = { "phone" } },
+    ["else"] = { required = { "email" } },
     additionalProperties = false,
   },
   invoke = function(args, ctx)
@@ -63,4 +71,14 @@ clm.tool_register("json_schema_2020_12_tool", {
 -- with it too.
 clm.tool_register("test_without_description", {
   invoke = function(_, ctx) ctx:complete("undescribed") end,
+})
+
+-- Logs while it runs: a 2026-07-28 request that set no log level must get no
+-- notifications/message (server-stateless).
+clm.tool_register("test_logging_tool", {
+  description = "Logs a line",
+  invoke = function(_, ctx)
+    ctx:log("a line the client did not ask for")
+    ctx:complete("logged")
+  end,
 })

@@ -673,6 +673,44 @@ fn protocol() -> Vec<Attack> {
         attack(Protocol, "huge_failure", "failure messages of several megabytes")
             .fails("fail_huge", "{}", &cut("x", 3 * MIB as usize))
             .fails("error_huge", "{}", &cut("y", MIB as usize)),
+        attack(Protocol, "ask_loop", "asking the user in a loop")
+            .completes(
+                "ask_loop",
+                "{}",
+                "17: too many questions: a tool call may ask at most 16",
+            ),
+        attack(Protocol, "ask_forms", "forms that are nested, oversized or not forms at all")
+            .completes(
+                "bad_forms",
+                "{}",
+                "nil: field 'inner': has type 'object'; a form's fields are strings, numbers, \
+                 integers, booleans or arrays of choices\n\
+                 nil: field 'a': a string field cannot have '$ref'\n\
+                 nil: the form is 20071 bytes; at most 16 KiB is allowed\n\
+                 nil: the form has 33 fields; at most 32 are allowed\n\
+                 nil: field 'a': its default is not of type integer\n\
+                 nil: the form must have \"type\": \"object\"",
+            )
+            .fails(
+                "bad_message",
+                "{}",
+                "ask_forms.lua:29: ctx:ask expects a message string, got table",
+            ),
+        attack(Protocol, "parts_flood", "a 6 MiB image, parts that are not what they claim")
+            .fails("huge_image", "{}", OUT_OF_MEMORY)
+            .fails(
+                "bad_part",
+                "{}",
+                "parts_flood.lua:10: ctx:complete_content: part 2: an image part needs mime_type, \
+                 a string such as \"image/png\"",
+            )
+            .fails(
+                "no_parts",
+                "{}",
+                "parts_flood.lua:15: ctx:complete_content expects at least one part \
+                 (ctx:complete(\"\") completes with nothing)",
+            )
+            .completes("parts_alive", "{}", "alive"),
         attack(Protocol, "complete_twice_across_yield", "completing, waiting, completing again")
             .fails_as(
                 "twice_later",

@@ -109,7 +109,7 @@ impl Plugin {
         let (progress, _) = crate::output::progress::channel();
         let outcome = self
             .handle
-            .start(call, tool, args.to_string(), timeout, progress);
+            .start(call, tool, args.to_string(), timeout, progress, None);
         (call, outcome)
     }
 

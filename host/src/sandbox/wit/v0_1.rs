@@ -16,6 +16,8 @@ use self::exports::toolcell::plugin::guest as old_guest;
 use self::toolcell::plugin::types as old;
 use super::toolcell::plugin::types as new;
 
+older_world_conversions!();
+
 /// How a 0.1 guest says that a call ran out of memory: the 0.1 world has no case
 /// for it, so the Lua guest (and any other) could only say it in words.
 const OUT_OF_MEMORY: &str = "out of memory";
@@ -34,28 +36,6 @@ pub fn call_state(state: old::CallState) -> (super::CallState, Option<String>) {
     }
 }
 
-/// A load request for a 0.1 guest.
-pub fn load_request(request: &super::LoadRequest) -> old_guest::LoadRequest {
-    old_guest::LoadRequest {
-        name: request.name.clone(),
-        script: request.script.clone(),
-        deadline: request.deadline,
-        memory_limit: request.memory_limit,
-        debug_log: request.debug_log,
-    }
-}
-
-/// A 0.1 load result in the current world's terms.
-pub fn load_result(
-    result: Result<Vec<old::ToolSpec>, old::LoadError>,
-) -> Result<Vec<super::ToolSpec>, super::LoadError> {
-    match result {
-        Ok(specs) => Ok(specs.into_iter().map(tool_spec).collect()),
-        Err(old::LoadError::TimedOut) => Err(new::LoadError::TimedOut),
-        Err(old::LoadError::Failed(message)) => Err(new::LoadError::Failed(message)),
-    }
-}
-
 fn tool_spec(spec: old::ToolSpec) -> super::ToolSpec {
     new::ToolSpec {
         name: spec.name,
@@ -66,28 +46,6 @@ fn tool_spec(spec: old::ToolSpec) -> super::ToolSpec {
         hidden: spec.hidden,
         title: None,
         output_schema: None,
-    }
-}
-
-/// An operation's outcome for a 0.1 guest.
-pub fn op_outcome(outcome: super::OpOutcome) -> old::OpOutcome {
-    match outcome {
-        new::OpOutcome::TimerFired => old::OpOutcome::TimerFired,
-        new::OpOutcome::HttpResponse(response) => old::OpOutcome::HttpResponse(old::HttpResponse {
-            status: response.status,
-            headers: response.headers,
-            body: response.body,
-        }),
-        new::OpOutcome::HttpError(message) => old::OpOutcome::HttpError(message),
-    }
-}
-
-/// A 0.1 guest's HTTP request in the current world's terms.
-pub fn http_request(request: old::HttpRequest) -> super::HttpRequest {
-    new::HttpRequest {
-        method: request.method,
-        url: request.url,
-        headers: request.headers,
-        body: request.body,
+        task_support: new::TaskSupport::Optional,
     }
 }
