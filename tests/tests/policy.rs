@@ -293,6 +293,42 @@ deny = ["danger*"]
 }
 
 #[tokio::test]
+async fn a_rule_or_preset_member_matching_no_tool_is_a_warning_with_the_closest_names() {
+    let fixture = Fixture::new(&[("notes.lua", NOTES)]);
+    let runtime = fixture
+        .load_with(|b| {
+            b.config(config(
+                "[permissions]\nallow = [\"$mine\", \"notes/*\"]\n\
+                 [permissions.presets]\n\"$mine\" = [\"note_wirte\"]",
+            ))
+            .permission_rules(CommandLineRules {
+                deny: vec!["danger_zones".to_string(), "zzz".to_string()],
+                ..CommandLineRules::default()
+            })
+        })
+        .await;
+    let warnings: Vec<&str> = runtime
+        .diagnostics()
+        .iter()
+        .filter(|diagnostic| diagnostic.kind == toolcell::DiagnosticKind::RuleUnmatched)
+        .map(|diagnostic| {
+            assert_eq!(diagnostic.severity, toolcell::Severity::Warning);
+            diagnostic.message.as_str()
+        })
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            // Up to three names, the closest first.
+            "[permissions.presets] \"$mine\" \"note_wirte\" matches no tool (did you mean \
+             'note_write', 'note_read' or 'notes/note_write'?)",
+            "--deny \"danger_zones\" matches no tool (did you mean 'danger_zone'?)",
+            "--deny \"zzz\" matches no tool",
+        ]
+    );
+}
+
+#[tokio::test]
 async fn sandboxed_allows_every_tool_and_readonly_judges_the_plugins_grants() {
     let fixture = Fixture::new(&[
         ("notes.lua", NOTES),

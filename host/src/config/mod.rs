@@ -81,7 +81,7 @@ use crate::output::envelope::{OutputPolicy, UntrustedOutput};
 use crate::output::results::{self, ResultStore};
 use crate::services::files::FileAccess;
 use crate::services::http::{HostGrant, HostGrantError, HttpPolicy, HttpSettings};
-use crate::tool::names::split_path;
+use crate::tool::names::{has_wire_separator, split_path};
 use crate::tool::schema::{MAX_TOOL_NAME, is_valid_tool_name};
 
 /// The key of `[tools.NAME]` that toolcell reads (a concurrency cap) and keeps out of
@@ -375,6 +375,12 @@ impl Config {
                 return Err(ConfigError(format!(
                     "[aliases] {alias:?} is not a valid tool name (use 1 to {MAX_TOOL_NAME} \
                      letters, digits, '_' or '-')"
+                )));
+            }
+            if has_wire_separator(alias) {
+                return Err(ConfigError(format!(
+                    "[aliases] {alias:?} holds '__', which joins the parts of a wire name: \
+                     it could be another tool's wire name (use one '_')"
                 )));
             }
             let target_ok = match split_path(target) {

@@ -1,18 +1,21 @@
 //! The user's permission rules: `[permissions]` in the configuration file and `--allow`,
 //! `--ask`, `--deny` on the command line; globs over tool names and paths, and presets.
 //!
-//! A rule's glob matches a tool's name (`note_write`) or its path (`notes/note_write`,
-//! `PLUGIN-ID/TOOL`); `*` and `?` stay within one `/`-separated segment, `**` crosses
-//! them. An entry that starts with `$` names a preset: `$readonly`, `$sandboxed`, or
-//! one of `[permissions.presets]`.
+//! A rule's glob names tools by any of their names ([`ToolGlob::matches`]): an alias,
+//! the plain name a tool holds (`note_write`; another plugin's tool of that name is
+//! matched by its path), its path (`notes/note_write`, `PLUGIN-ID/TOOL`) or its wire
+//! name; `*` and `?` stay within one `/`-separated segment, `**` crosses them. The rule
+//! then applies to the tool whatever name a call uses. An entry that starts with `$`
+//! names a preset: `$readonly`, `$sandboxed`, or one of `[permissions.presets]`.
 //!
 //! A leaf module: the configuration compiles these rules when it reads the file (so a bad
 //! glob is an error at load), and the policy applies them per call.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
+
+use crate::tool::names::{ToolGlob, ToolNames};
 
 /// What a rule says: `allow`, `ask` or `deny`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -167,8 +170,8 @@ pub enum RuleError {
 
 /// What a rule is matched against.
 pub(crate) struct ToolFacts<'a> {
-    pub name: &'a str,
-    pub path: &'a str,
+    /// Every name the tool answers to.
+    pub names: &'a ToolNames,
     /// The plugin is granted no file writes and no HTTP.
     pub read_only: bool,
 }
@@ -176,7 +179,7 @@ pub(crate) struct ToolFacts<'a> {
 /// One member of a preset, or a plain rule.
 #[derive(Debug, Clone)]
 enum Member {
-    Glob(GlobMatcher),
+    Glob(Box<ToolGlob>),
     /// `$readonly`: tools whose plugin may neither write files nor use HTTP, by its
     /// grants (never by what the plugin says of itself, such as `no_prompt`).
     ReadOnly,
@@ -187,7 +190,7 @@ enum Member {
 impl Member {
     fn matches(&self, tool: &ToolFacts<'_>) -> bool {
         match self {
-            Member::Glob(glob) => glob.is_match(tool.name) || glob.is_match(tool.path),
+            Member::Glob(glob) => glob.matches(tool.names),
             Member::ReadOnly => tool.read_only,
             Member::Everything => true,
         }
@@ -251,6 +254,9 @@ impl RuleSet {
 pub(crate) struct Rules {
     /// The command line's rules, then the configuration file's.
     sets: Vec<RuleSet>,
+    /// Every glob the user wrote (in a rule or a preset), with where: for the warning
+    /// about one that matches no tool.
+    written: Vec<(String, ToolGlob)>,
     /// `[permissions] default`.
     pub default: Option<Verdict>,
 }
@@ -265,11 +271,11 @@ impl Rules {
         // to consult on each call.
         if command_line.is_empty() && section.has_no_rules() {
             return Ok(Rules {
-                sets: Vec::new(),
                 default: section.default,
+                ..Rules::default()
             });
         }
-        let presets = Presets::new(&section.presets)?;
+        let mut presets = Presets::new(&section.presets)?;
         let command_line_set = presets.rule_set(
             true,
             [
@@ -288,8 +294,19 @@ impl Rules {
         )?;
         Ok(Rules {
             sets: vec![command_line_set, file_set],
+            written: presets.written,
             default: section.default,
         })
+    }
+
+    /// Each glob the user wrote that matches none of `tools` (every tool's names), as
+    /// `WHERE "GLOB"`, with the glob.
+    pub fn unmatched<'a>(&'a self, tools: &[ToolNames]) -> Vec<(String, &'a ToolGlob)> {
+        self.written
+            .iter()
+            .filter(|(_, glob)| !tools.iter().any(|names| glob.matches(names)))
+            .map(|(place, glob)| (format!("{place} {:?}", glob.as_str()), glob))
+            .collect()
     }
 
     /// What the plain globs decide for `tool` (the configuration layer).
@@ -312,6 +329,8 @@ struct Presets {
     members: HashMap<String, Vec<Member>>,
     /// The user's presets resolved so far.
     resolved: HashSet<String>,
+    /// Every glob written in a preset or a rule so far, with where.
+    written: Vec<(String, ToolGlob)>,
 }
 
 impl Presets {
@@ -322,6 +341,7 @@ impl Presets {
                 ("$sandboxed".to_string(), vec![Member::Everything]),
             ]),
             resolved: HashSet::new(),
+            written: Vec::new(),
         };
         if let Some(name) = defined.keys().find(|name| !name.starts_with('$')) {
             return Err(RuleError::PresetName { name: name.clone() });
@@ -368,13 +388,15 @@ impl Presets {
 
     /// What `entry` matches: a glob, or a preset's members.
     fn members_of(
-        &self,
+        &mut self,
         place: &str,
         entry: &str,
         defined: &BTreeMap<String, Vec<String>>,
     ) -> Result<Vec<Member>, RuleError> {
         if !entry.starts_with('$') {
-            return Ok(vec![Member::Glob(glob(place, entry)?)]);
+            let glob = glob(place, entry)?;
+            self.written.push((place.to_string(), glob.clone()));
+            return Ok(vec![Member::Glob(Box::new(glob))]);
         }
         match self.members.get(entry) {
             Some(members) => Ok(members.clone()),
@@ -397,7 +419,7 @@ impl Presets {
     }
 
     fn rule_set(
-        &self,
+        &mut self,
         flag_style: bool,
         lists: [(&str, Verdict, &Vec<String>); 3],
     ) -> Result<RuleSet, RuleError> {
@@ -423,27 +445,30 @@ impl Presets {
     }
 }
 
-/// A glob over tool names and paths: `*` and `?` within a segment, `**` across.
-pub(crate) fn glob(place: &str, text: &str) -> Result<GlobMatcher, RuleError> {
-    GlobBuilder::new(text)
-        .literal_separator(true)
-        .build()
-        .map(|glob: Glob| glob.compile_matcher())
-        .map_err(|error| RuleError::BadGlob {
-            place: place.to_string(),
-            glob: text.to_string(),
-            reason: error.kind().to_string(),
-        })
+/// A glob over tools by their names: `*` and `?` within a segment, `**` across.
+pub(crate) fn glob(place: &str, text: &str) -> Result<ToolGlob, RuleError> {
+    ToolGlob::new(text).map_err(|error| RuleError::BadGlob {
+        place: place.to_string(),
+        glob: text.to_string(),
+        reason: error.reason,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn tool<'a>(name: &'a str, path: &'a str) -> ToolFacts<'a> {
+    /// The names of a tool that holds its plain name.
+    fn names(name: &str, path: &str) -> ToolNames {
+        ToolNames {
+            plain: Some(name.to_string()),
+            ..ToolNames::of_path(path)
+        }
+    }
+
+    fn facts(names: &ToolNames) -> ToolFacts<'_> {
         ToolFacts {
-            name,
-            path,
+            names,
             read_only: false,
         }
     }
@@ -464,27 +489,86 @@ deny = ["danger*"]"#,
         )
         .expect("rules");
         assert_eq!(
-            rules.by_glob(&tool("hello", "greet/hello")),
+            rules.by_glob(&facts(&names("hello", "greet/hello"))),
             Some(Decision::Allow)
         );
         assert_eq!(
-            rules.by_glob(&tool("convert", "units/convert")),
+            rules.by_glob(&facts(&names("convert", "units/convert"))),
             Some(Decision::Allow)
         );
         assert_eq!(
-            rules.by_glob(&tool("note_write", "notes/note_write")),
+            rules.by_glob(&facts(&names("note_write", "notes/note_write"))),
             Some(Decision::Ask)
         );
         assert_eq!(
-            rules.by_glob(&tool("danger_zone", "x/danger_zone")),
+            rules.by_glob(&facts(&names("danger_zone", "x/danger_zone"))),
             Some(Decision::Deny(
                 "it matches \"danger*\" in [permissions] deny".to_string()
             ))
         );
         // `*` stays within a segment: "danger*" does not match the path of plugin
         // "dangerous"'s tool "safe".
-        assert_eq!(rules.by_glob(&tool("safe", "dangerous/safe")), None);
-        assert_eq!(rules.by_preset(&tool("hello", "greet/hello")), None);
+        assert_eq!(
+            rules.by_glob(&facts(&names("safe", "dangerous/safe"))),
+            None
+        );
+        assert_eq!(
+            rules.by_preset(&facts(&names("hello", "greet/hello"))),
+            None
+        );
+    }
+
+    #[test]
+    fn a_rule_names_a_tool_by_any_of_its_names_and_a_bare_name_only_its_holder() {
+        let command_line = CommandLineRules {
+            deny: vec!["safe_tool".to_string(), "b_evil__search".to_string()],
+            ..CommandLineRules::default()
+        };
+        let rules = Rules::new(&section(r#"allow = ["search"]"#), &command_line).expect("rules");
+        let aliased = ToolNames {
+            aliases: vec!["safe_tool".to_string()],
+            ..ToolNames::of_path("a_web/danger_zone")
+        };
+        assert!(matches!(
+            rules.by_glob(&facts(&aliased)),
+            Some(Decision::Deny(_))
+        ));
+        assert!(matches!(
+            rules.by_glob(&facts(&ToolNames::of_path("b_evil/search"))),
+            Some(Decision::Deny(_))
+        ));
+        // "search" is web/search's; b_evil/search only registers the same name.
+        assert_eq!(
+            rules.by_glob(&facts(&names("search", "web/search"))),
+            Some(Decision::Allow)
+        );
+        assert_eq!(rules.by_glob(&facts(&ToolNames::of_path("c/search"))), None);
+    }
+
+    #[test]
+    fn globs_matching_no_tool_are_named_with_where_they_were_written() {
+        let command_line = CommandLineRules {
+            deny: vec!["serch".to_string()],
+            ..CommandLineRules::default()
+        };
+        let rules = Rules::new(
+            &section("allow = [\"search\", \"$mine\"]\n[presets]\n\"$mine\" = [\"nothing_*\"]"),
+            &command_line,
+        )
+        .expect("rules");
+        let tools = [names("search", "web/search")];
+        let unmatched: Vec<String> = rules
+            .unmatched(&tools)
+            .into_iter()
+            .map(|(place, _)| place)
+            .collect();
+        assert_eq!(
+            unmatched,
+            [
+                "[permissions.presets] \"$mine\" \"nothing_*\"",
+                "--deny \"serch\""
+            ]
+        );
     }
 
     #[test]
@@ -495,7 +579,7 @@ deny = ["note_write"]"#,
         );
         let rules = Rules::new(&file, &CommandLineRules::default()).expect("rules");
         assert!(matches!(
-            rules.by_glob(&tool("note_write", "notes/note_write")),
+            rules.by_glob(&facts(&names("note_write", "notes/note_write"))),
             Some(Decision::Deny(_))
         ));
         let command_line = CommandLineRules {
@@ -504,7 +588,7 @@ deny = ["note_write"]"#,
         };
         let rules = Rules::new(&file, &command_line).expect("rules");
         assert_eq!(
-            rules.by_glob(&tool("note_write", "notes/note_write")),
+            rules.by_glob(&facts(&names("note_write", "notes/note_write"))),
             Some(Decision::Allow)
         );
     }
@@ -521,17 +605,18 @@ deny = ["note_*"]
             &CommandLineRules::default(),
         )
         .expect("rules");
+        let note_read = names("note_read", "notes/note_read");
         let read_only = ToolFacts {
+            names: &note_read,
             read_only: true,
-            ..tool("note_read", "notes/note_read")
         };
         assert!(matches!(rules.by_glob(&read_only), Some(Decision::Deny(_))));
         assert_eq!(rules.by_preset(&read_only), Some(Decision::Allow));
         assert_eq!(
-            rules.by_preset(&tool("extra", "p/extra")),
+            rules.by_preset(&facts(&names("extra", "p/extra"))),
             Some(Decision::Allow)
         );
-        assert_eq!(rules.by_preset(&tool("other", "p/other")), None);
+        assert_eq!(rules.by_preset(&facts(&names("other", "p/other"))), None);
     }
 
     #[test]

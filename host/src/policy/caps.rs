@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::tool::names::ToolNames;
+
 /// The caps of a runtime: one semaphore per capped tool and plugin, kept across
 /// reloads so that calls in flight keep counting.
 #[derive(Debug, Default)]
@@ -38,15 +40,17 @@ impl Caps {
         }
     }
 
-    /// The semaphores a call of `tool` (at `path`) of `plugin` takes, in order.
-    pub fn for_tool(&self, tool: &str, path: &str, plugin: &str) -> Vec<Arc<Semaphore>> {
+    /// The semaphores a call of the tool of `names` of `plugin` takes, in order; its
+    /// cap is the one set for its path, else for another of its names.
+    pub fn for_tool(&self, names: &ToolNames, plugin: &str) -> Vec<Arc<Semaphore>> {
         let mut semaphores = self
             .semaphores
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut taken = Vec::new();
-        let tool_cap = [path, tool]
+        let tool_cap = [names.path.as_str()]
             .into_iter()
+            .chain(names.iter())
             .find_map(|key| self.tool_caps.get_key_value(key));
         if let Some((key, cap)) = tool_cap {
             taken.push(

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use globset::GlobMatcher;
 
 use super::approval::BoxFuture;
 use crate::config::permissions::{RuleError, ToolFacts, glob};
 use crate::output::outcome::CallOutcome;
+use crate::tool::names::ToolGlob;
 
 /// How long an interceptor may take unless it says otherwise.
 pub const DEFAULT_INTERCEPTOR_TIMEOUT: Duration = Duration::from_secs(10);
@@ -140,8 +140,9 @@ impl Interceptor {
         }
     }
 
-    /// Only for the tools whose name or path `PLUGIN-ID/TOOL` matches `glob` (`*`
-    /// within a segment, `**` across).
+    /// Only for the tools `glob` names by any of their names (an alias, the plain name a
+    /// tool holds, its path `PLUGIN-ID/TOOL` or its wire name; `*` within a segment,
+    /// `**` across).
     pub fn tools(mut self, glob: &str) -> Interceptor {
         self.glob = Some(glob.to_string());
         self
@@ -158,7 +159,7 @@ impl Interceptor {
 #[derive(Clone)]
 pub(crate) struct Registered {
     name: Arc<str>,
-    matcher: Option<GlobMatcher>,
+    matcher: Option<ToolGlob>,
     timeout: Duration,
     hook: Hook,
 }
@@ -194,7 +195,7 @@ impl Interceptors {
             registered
                 .matcher
                 .as_ref()
-                .is_none_or(|glob| glob.is_match(tool.name) || glob.is_match(tool.path))
+                .is_none_or(|glob| glob.matches(tool.names))
         };
         let (global, specific): (Vec<&Registered>, Vec<&Registered>) = self
             .all

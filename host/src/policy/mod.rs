@@ -31,6 +31,7 @@ use crate::policy::plugin_info::PluginInfo;
 use crate::sandbox::{Ended, PluginHandle};
 use crate::services::ask::Questions;
 use crate::tool::info::ToolInfo;
+use crate::tool::names::ToolNames;
 
 pub use crate::config::permissions::{
     CommandLineRules, Decision, PermissionsSection, RuleError, Verdict,
@@ -83,13 +84,11 @@ pub(crate) struct Gate {
 }
 
 impl Policy {
-    /// The gate of `tool` of `plugin`.
-    pub fn gate(&self, tool: &ToolInfo, plugin: Arc<PluginInfo>) -> Gate {
-        // `PLUGIN-ID/TOOL`, made when the tool was checked.
-        let path = tool.path.clone();
+    /// The gate of `tool` of `plugin`, which answers to `names`: rules, interceptors and
+    /// caps apply to the tool by any of them.
+    pub fn gate(&self, tool: &ToolInfo, names: &ToolNames, plugin: Arc<PluginInfo>) -> Gate {
         let facts = ToolFacts {
-            name: &tool.name,
-            path: &path,
+            names,
             read_only: plugin.grants.is_read_only(),
         };
         let default = match self.rules.default.unwrap_or(self.default) {
@@ -106,7 +105,7 @@ impl Policy {
             default,
         };
         let interceptors = self.interceptors.for_tool(&facts);
-        let caps = self.caps.for_tool(&tool.name, &path, &plugin.manifest.id);
+        let caps = self.caps.for_tool(names, &plugin.manifest.id);
         let nothing_else =
             !self.chain.has_resolvers() && interceptors.is_empty() && caps.is_empty();
         let decision = verdicts.decision().clone();
@@ -114,7 +113,7 @@ impl Policy {
             meter: self.meters.tool(&tool.name, &plugin.manifest.id),
             open: nothing_else && decision == Decision::Allow,
             open_unless_asked: nothing_else && decision == Decision::Ask,
-            path,
+            path: tool.path.clone(),
             plugin,
             verdicts,
             interceptors,

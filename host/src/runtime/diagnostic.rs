@@ -87,8 +87,16 @@ pub enum DiagnosticKind {
     /// The plugin claims an id its file name does not give it (a `.lua` sidecar's `id`,
     /// a `.wasm` manifest's id under another file name); it is not loaded.
     IdMismatch,
+    /// A tool's name holds `__`, which joins the parts of a wire name: the tool answers
+    /// to its path (and its path's wire name) only.
+    ToolNameRefused,
     /// An `[aliases]` entry names a tool no loaded plugin registers.
     AliasUnresolved,
+    /// An `[aliases]` entry names a plain name that more than one tool registers; it is
+    /// not used.
+    AliasAmbiguous,
+    /// A permission rule or preset member matches no loaded tool.
+    RuleUnmatched,
     /// A tool's description is longer than the model is shown; it was cut.
     DescriptionCut,
     /// The manifest has keys toolcell does not know; they were ignored.
@@ -121,7 +129,10 @@ impl DiagnosticKind {
             DiagnosticKind::SignatureUntrusted => "signature_untrusted",
             DiagnosticKind::IdCollision => "id_collision",
             DiagnosticKind::IdMismatch => "id_mismatch",
+            DiagnosticKind::ToolNameRefused => "tool_name_refused",
             DiagnosticKind::AliasUnresolved => "alias_unresolved",
+            DiagnosticKind::AliasAmbiguous => "alias_ambiguous",
+            DiagnosticKind::RuleUnmatched => "rule_unmatched",
             DiagnosticKind::DescriptionCut => "description_cut",
             DiagnosticKind::ManifestUnknownKey => "manifest_unknown_key",
             DiagnosticKind::PluginNotInstalled => "plugin_not_installed",

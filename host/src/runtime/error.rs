@@ -73,7 +73,7 @@ pub(super) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>)
 }
 
 /// ` (did you mean 'a'?)`, ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
-fn did_you_mean(suggestions: &[String]) -> String {
+pub(super) fn did_you_mean(suggestions: &[String]) -> String {
     let quoted: Vec<String> = suggestions.iter().map(|name| format!("'{name}'")).collect();
     match quoted.as_slice() {
         [] => String::new(),

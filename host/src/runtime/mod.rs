@@ -47,6 +47,7 @@ use crate::sandbox::MemoryUse;
 
 use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use crate::tool::info::{ListedTool, ToolInfo};
+use crate::tool::names::ToolNames;
 pub use arguments::Arguments;
 pub use builder::{BuildError, RuntimeBuilder};
 pub use call::Call;
@@ -56,6 +57,7 @@ pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
 pub use session::{Scope, Session};
 pub use start::{CallOptions, ReservedCallId};
 
+use error::{closest, did_you_mean};
 use loader::Loader;
 use plugin::{FileIds, PluginDirs, PluginEntry, ToolEntry};
 use registry::{Names, Naming};
@@ -316,7 +318,7 @@ impl Runtime {
         self.infos.reserve(self.plugins.len());
         self.tools.reserve(tools);
         self.entries.reserve(tools);
-        self.gates.reserve(tools);
+        let mut owners: Vec<Arc<PluginInfo>> = Vec::with_capacity(tools);
         // A file added after a plugin of the same id loaded refuses both, as a fresh
         // build would: an id names one plugin file.
         let ids = FileIds::of(self.plugins.iter().map(|plugin| &plugin.file));
@@ -374,8 +376,7 @@ impl Runtime {
             for tool in &plugin.tools {
                 match tool {
                     Ok(tool) => {
-                        self.gates
-                            .push(Arc::new(self.policy.gate(&tool.info, Arc::clone(info))));
+                        owners.push(Arc::clone(info));
                         self.tools.push(tool.info.clone());
                         self.entries.push(tool.entry.clone());
                     }
@@ -396,6 +397,18 @@ impl Runtime {
         let (names, diagnostics) = Names::build(&self.tools, &files, &self.naming);
         self.names = names;
         self.diagnostics.extend(diagnostics);
+        // Rules apply to tools by every name they answer to, so gates come after names.
+        self.gates
+            .extend(
+                self.tools
+                    .iter()
+                    .zip(owners)
+                    .enumerate()
+                    .map(|(index, (tool, plugin))| {
+                        Arc::new(self.policy.gate(tool, self.names.of(index), plugin))
+                    }),
+            );
+        self.diagnostics.extend(self.unmatched_rules());
         // Each plugin's diagnostics together, in load order; the configuration's last.
         if self.diagnostics.len() > 1 {
             let order: HashMap<&Path, usize> = self
@@ -413,6 +426,28 @@ impl Runtime {
         }
         let names = &self.names;
         self.unavailable.retain(|name, _| !names.contains(name));
+    }
+
+    /// A warning for each glob of the user's permission rules and presets that matches
+    /// no tool, with the closest names.
+    fn unmatched_rules(&self) -> Vec<Diagnostic> {
+        self.policy
+            .rules
+            .unmatched(self.names.all())
+            .into_iter()
+            .map(|(place, glob)| {
+                let known = self.names.all().iter().flat_map(ToolNames::iter);
+                Diagnostic {
+                    file: self.naming.config_file.clone(),
+                    kind: DiagnosticKind::RuleUnmatched,
+                    severity: Severity::Warning,
+                    message: format!(
+                        "{place} matches no tool{}",
+                        did_you_mean(&closest(glob.as_str(), known))
+                    ),
+                }
+            })
+            .collect()
     }
 }
 

@@ -1,10 +1,17 @@
-//! The names a registered tool answers to, and the names the model sees.
+//! The names a registered tool answers to, and the names the model sees: one table in
+//! which every name has exactly one owner.
 //!
-//! Every tool answers to its path (`PLUGIN-ID/TOOL`) and to the wire name of its path
-//! ([`crate::tool::names::wire_name`]); the first tool registered under a name also answers
-//! to that plain name, unless the embedder reserved it; and each `[aliases]` entry adds
-//! a name, which wins over a plain name. A name is looked up in that order: alias,
-//! plain name, path, wire name.
+//! A tool answers to its path (`OWNER/TOOL`: a plugin id, or whatever else registers
+//! tools) and to the wire name of its path ([`crate::tool::names::wire_name`]); the
+//! first tool registered under a plain name also answers to it, unless the embedder
+//! reserved it; and each `[aliases]` entry adds a name, which wins over a plain name.
+//!
+//! The kinds of names never meet, so no order of lookup decides who a name calls:
+//! paths hold `/`, which no other name does; wire names hold `__` (the separator of
+//! their parts), which no plain name a tool holds and no alias may; plain names and
+//! aliases share one space, where the user's alias wins. A tool registered under a name
+//! with `__` (which is, or could become, another tool's wire name) answers to its path
+//! only: `tool_name_refused`.
 //!
 //! The model sees each tool that is not hidden once per alias; without an alias, under
 //! its plain name when it holds it, else under the wire name of its path.
@@ -14,20 +21,21 @@
 //! although the tool stays reachable by its path. A tool that loses its plain name to
 //! an alias the user wrote is only a warning.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::base::fast_map::FastMap;
 use crate::base::wording::file_name;
 use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
-use crate::tool::names::wire_name;
+use crate::tool::names::{ToolNames, has_wire_separator};
 
 use super::ToolInfo;
 
 /// How the user and the embedder name tools: aliases and reserved names.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Naming {
-    /// `[aliases]`: alias → target (a path or a plain name), in alias order.
+    /// `[aliases]`: alias → target (a path, a wire name or a plain name), in alias
+    /// order.
     pub aliases: Vec<(String, String)>,
     /// Names the embedder keeps for its own tools.
     pub reserved: HashSet<String>,
@@ -46,78 +54,117 @@ pub(super) struct Listing {
     pub alias: bool,
 }
 
-/// Every name of every registered tool.
+/// Every name of every registered tool, each with its one owner.
 #[derive(Debug, Default)]
 pub(super) struct Names {
-    aliases: FastMap<String, usize>,
-    plain: FastMap<String, usize>,
-    paths: FastMap<String, usize>,
-    wires: FastMap<String, usize>,
+    /// Name → the tool it calls, by index.
+    owners: FastMap<String, usize>,
+    /// Every name each tool answers to, parallel to the tools.
+    of_tool: Vec<ToolNames>,
     listed: Vec<Listing>,
 }
 
 impl Names {
-    /// The names of `tools` (in load order; `files[i]` is the file of `tools[i]`), and
-    /// what is worth telling about them: plain names taken twice or reserved, aliases
-    /// that name nothing or take a name.
+    /// The names of `tools` (in load order; `files[i]` is where `tools[i]` comes from),
+    /// and what is worth telling about them: names refused, plain names taken twice or
+    /// reserved, aliases that name nothing, more than one tool, or take a name.
     pub fn build(tools: &[ToolInfo], files: &[&Path], naming: &Naming) -> (Names, Vec<Diagnostic>) {
         let mut names = Names::default();
         let mut diagnostics = Vec::new();
+        let mut report = |index: usize, kind, severity, message| {
+            diagnostics.push(Diagnostic {
+                file: files[index].to_path_buf(),
+                kind,
+                severity,
+                message,
+            });
+        };
         for (index, tool) in tools.iter().enumerate() {
-            names.paths.insert(tool.path.clone(), index);
-            let wire = wire_name(&tool.path);
-            if let Some(&other) = names.wires.get(&wire) {
-                diagnostics.push(Diagnostic {
-                    file: files[index].to_path_buf(),
-                    kind: DiagnosticKind::ToolCollision,
-                    severity: Severity::Warning,
-                    message: format!(
-                        "tool {} has the wire name '{wire}' of tool {}; only its path reaches it",
-                        tool.path, tools[other].path
-                    ),
-                });
-            } else {
-                names.wires.insert(wire, index);
+            let own = ToolNames::of_path(&tool.path);
+            for name in [&own.path, &own.wire] {
+                if let Some(&other) = names.owners.get(name) {
+                    report(
+                        index,
+                        DiagnosticKind::ToolCollision,
+                        Severity::Warning,
+                        format!(
+                            "tool {} answers to '{name}', as tool {} does, which keeps it; \
+                             give it an alias",
+                            tool.path, tools[other].path
+                        ),
+                    );
+                } else {
+                    names.owners.insert(name.clone(), index);
+                }
             }
-            if naming.reserved.contains(&tool.name) {
-                diagnostics.push(Diagnostic {
-                    file: files[index].to_path_buf(),
-                    kind: DiagnosticKind::ToolCollision,
-                    severity: Severity::Error,
-                    message: format!(
-                        "tool '{}' of plugin {} has a name reserved for a built-in tool; \
+            names.of_tool.push(own);
+        }
+        for (index, tool) in tools.iter().enumerate() {
+            let file = file_name(files[index]);
+            if has_wire_separator(&tool.name) {
+                report(
+                    index,
+                    DiagnosticKind::ToolNameRefused,
+                    Severity::Error,
+                    format!(
+                        "tool '{}' of plugin {file} has '__' in its name, which joins the \
+                         parts of a wire name, so the name is, or could become, another \
+                         tool's; call it as {}",
+                        tool.name, tool.path
+                    ),
+                );
+            } else if naming.reserved.contains(&tool.name) {
+                report(
+                    index,
+                    DiagnosticKind::ToolCollision,
+                    Severity::Error,
+                    format!(
+                        "tool '{}' of plugin {file} has a name reserved for a built-in tool; \
                          call it as {}",
-                        tool.name,
-                        file_name(files[index]),
-                        tool.path
+                        tool.name, tool.path
                     ),
-                });
-                continue;
-            }
-            match names.plain.get(&tool.name) {
-                Some(&first) => diagnostics.push(Diagnostic {
-                    file: files[index].to_path_buf(),
-                    kind: DiagnosticKind::ToolCollision,
-                    severity: Severity::Error,
-                    message: format!(
-                        "tool '{}' of plugin {} ({}) is also registered by plugin {} ({}), \
+                );
+            } else if let Some(&first) = names.owners.get(&tool.name) {
+                report(
+                    index,
+                    DiagnosticKind::ToolCollision,
+                    Severity::Error,
+                    format!(
+                        "tool '{}' of plugin {file} ({}) is also registered by plugin {} ({}), \
                          loaded first, which keeps the name; call it as {}",
                         tool.name,
-                        file_name(files[index]),
                         tool.path,
                         file_name(files[first]),
                         tools[first].path,
                         tool.path
                     ),
-                }),
-                None => {
-                    names.plain.insert(tool.name.clone(), index);
-                }
+                );
+            } else {
+                names.owners.insert(tool.name.clone(), index);
+                names.of_tool[index].plain = Some(tool.name.clone());
             }
         }
         names.add_aliases(tools, files, naming, &mut diagnostics);
-        names.list(tools, files, &mut diagnostics);
+        names.list(tools);
         (names, diagnostics)
+    }
+
+    /// The tool `target` names, as an alias's target: a path or wire name, or a plain
+    /// name exactly one tool registers (whether or not it holds it); never an alias.
+    fn alias_target(&self, tools: &[ToolInfo], target: &str) -> Result<usize, Vec<usize>> {
+        if target.contains('/') || has_wire_separator(target) {
+            return self.owners.get(target).copied().ok_or_else(Vec::new);
+        }
+        let registering: Vec<usize> = tools
+            .iter()
+            .enumerate()
+            .filter(|(_, tool)| tool.name == target)
+            .map(|(index, _)| index)
+            .collect();
+        match registering.as_slice() {
+            [only] => Ok(*only),
+            _ => Err(registering),
+        }
     }
 
     fn add_aliases(
@@ -133,20 +180,45 @@ impl Names {
             severity,
             message,
         };
-        for (alias, target) in &naming.aliases {
-            // A target is a tool's own name, never another alias.
-            let found = self
-                .plain
-                .get(target)
-                .or_else(|| self.paths.get(target))
-                .or_else(|| self.wires.get(target));
-            let Some(&index) = found else {
-                diagnostics.push(config(
-                    Severity::Warning,
-                    DiagnosticKind::AliasUnresolved,
-                    format!("alias '{alias}' names '{target}', which no loaded plugin registers"),
-                ));
-                continue;
+        // Targets are found before any alias is added: an alias never names another.
+        let targets: Vec<Result<usize, Vec<usize>>> = naming
+            .aliases
+            .iter()
+            .map(|(_, target)| self.alias_target(tools, target))
+            .collect();
+        for ((alias, target), found) in naming.aliases.iter().zip(targets) {
+            let index = match found {
+                Ok(index) => index,
+                Err(registering) if registering.is_empty() => {
+                    let known = self.of_tool.iter().flat_map(ToolNames::iter);
+                    diagnostics.push(config(
+                        Severity::Warning,
+                        DiagnosticKind::AliasUnresolved,
+                        format!(
+                            "alias '{alias}' names '{target}', which no loaded tool answers \
+                             to{}",
+                            super::did_you_mean(&super::closest(target, known))
+                        ),
+                    ));
+                    continue;
+                }
+                Err(registering) => {
+                    let paths: Vec<&str> = registering
+                        .iter()
+                        .map(|&index| tools[index].path.as_str())
+                        .collect();
+                    diagnostics.push(config(
+                        Severity::Warning,
+                        DiagnosticKind::AliasAmbiguous,
+                        format!(
+                            "alias '{alias}' names '{target}', which {} tools register ({}); \
+                             it is not used: name one by its path",
+                            paths.len(),
+                            paths.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
             };
             if naming.reserved.contains(alias) {
                 diagnostics.push(config(
@@ -160,7 +232,7 @@ impl Names {
                 ));
                 continue;
             }
-            if let Some(&holder) = self.plain.get(alias)
+            if let Some(&holder) = self.owners.get(alias)
                 && holder != index
             {
                 diagnostics.push(Diagnostic {
@@ -172,74 +244,57 @@ impl Names {
                         tools[index].path, tools[holder].path, tools[holder].path
                     ),
                 });
-                self.plain.remove(alias);
+                self.of_tool[holder].plain = None;
             }
-            self.aliases.insert(alias.clone(), index);
+            self.owners.insert(alias.clone(), index);
+            self.of_tool[index].aliases.push(alias.clone());
+        }
+        for own in &mut self.of_tool {
+            own.aliases.sort_unstable();
         }
     }
 
     /// Lists each tool that is not hidden under the names the model sees.
-    fn list(&mut self, tools: &[ToolInfo], files: &[&Path], diagnostics: &mut Vec<Diagnostic>) {
-        let mut aliases_of: HashMap<usize, Vec<&str>> = HashMap::new();
-        for (alias, &index) in &self.aliases {
-            aliases_of.entry(index).or_default().push(alias);
-        }
-        for list in aliases_of.values_mut() {
-            list.sort_unstable();
-        }
+    fn list(&mut self, tools: &[ToolInfo]) {
         let mut listed = Vec::new();
-        for (index, tool) in tools.iter().enumerate() {
+        for (index, (tool, own)) in tools.iter().zip(&self.of_tool).enumerate() {
             if tool.hidden {
                 continue;
             }
-            if let Some(aliases) = aliases_of.get(&index) {
-                listed.extend(aliases.iter().map(|alias| Listing {
-                    name: alias.to_string(),
+            if !own.aliases.is_empty() {
+                listed.extend(own.aliases.iter().map(|alias| Listing {
+                    name: alias.clone(),
                     tool: index,
                     alias: true,
                 }));
                 continue;
             }
-            let name = if self.plain.get(&tool.name) == Some(&index) {
-                tool.name.clone()
-            } else {
-                wire_name(&tool.path)
-            };
-            if self.resolve(&name) != Some(index) {
-                diagnostics.push(Diagnostic {
-                    file: files[index].to_path_buf(),
-                    kind: DiagnosticKind::ToolCollision,
-                    severity: Severity::Warning,
-                    message: format!(
-                        "tool {} is not shown to models: its wire name '{name}' calls another \
-                         tool; give it an alias",
-                        tool.path
-                    ),
+            let name = own.plain.as_ref().unwrap_or(&own.wire);
+            // A wire name another tool keeps (a collision of hashes) is not shown.
+            if self.owners.get(name) == Some(&index) {
+                listed.push(Listing {
+                    name: name.clone(),
+                    tool: index,
+                    alias: false,
                 });
-                continue;
             }
-            listed.push(Listing {
-                name,
-                tool: index,
-                alias: false,
-            });
         }
         self.listed = listed;
     }
 
     /// The tool `name` calls: an alias, a plain name, a path or a wire name.
     pub fn resolve(&self, name: &str) -> Option<usize> {
-        self.aliases
-            .get(name)
-            .or_else(|| self.plain.get(name))
-            .or_else(|| self.paths.get(name))
-            .or_else(|| self.wires.get(name))
-            .copied()
+        self.owners.get(name).copied()
     }
 
-    /// Whether the tool at `index` answers to its plain name.
-    pub fn holds_plain_name(&self, tool: &ToolInfo, index: usize) -> bool {
-        self.plain.get(&tool.name) == Some(&index)
+    /// Every name the tool at `index` answers to.
+    pub fn of(&self, index: usize) -> &ToolNames {
+        &self.of_tool[index]
+    }
+
+    /// Every tool's names, in load order.
+    pub fn all(&self) -> &[ToolNames] {
+        &self.of_tool
     }
 
     /// The names the model sees, in load order.
@@ -249,7 +304,7 @@ impl Names {
 
     /// Whether some name (alias, plain name, path, wire name) answers to `name`.
     pub fn contains(&self, name: &str) -> bool {
-        self.resolve(name).is_some()
+        self.owners.contains_key(name)
     }
 }
 
@@ -342,6 +397,79 @@ mod tests {
             [
                 DiagnosticKind::ToolCollision,
                 DiagnosticKind::AliasUnresolved
+            ]
+        );
+    }
+
+    #[test]
+    fn a_name_in_wire_form_is_refused_and_the_wire_name_stays_its_paths() {
+        let tools = [
+            tool("a_web", "danger_zone", false),
+            tool("b_evil", "a_web__danger_zone", false),
+        ];
+        let naming = Naming {
+            aliases: vec![("dz".to_string(), "a_web__danger_zone".to_string())],
+            ..Naming::default()
+        };
+        let (names, diagnostics) = build(&tools, &naming);
+        assert_eq!(names.resolve("a_web__danger_zone"), Some(0));
+        assert_eq!(names.resolve("dz"), Some(0));
+        assert_eq!(names.resolve("b_evil/a_web__danger_zone"), Some(1));
+        assert_eq!(names.of(1).plain, None);
+        let wire = names.of(1).wire.clone();
+        assert!(wire.contains("___"), "{wire}");
+        assert_eq!(names.resolve(&wire), Some(1));
+        assert_eq!(shown(&names), [("dz", 0), (wire.as_str(), 1)]);
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(diagnostics[0].kind, DiagnosticKind::ToolNameRefused);
+        assert_eq!(diagnostics[0].severity, Severity::Error);
+        assert!(
+            diagnostics[0]
+                .message
+                .ends_with("call it as b_evil/a_web__danger_zone"),
+            "{}",
+            diagnostics[0].message
+        );
+    }
+
+    #[test]
+    fn an_alias_names_one_tool_never_whoever_holds_a_contested_name() {
+        let tools = [
+            tool("aaa", "search", false),
+            tool("web", "search", false),
+            tool("web", "fetch", false),
+        ];
+        let naming = Naming {
+            aliases: vec![
+                ("find".to_string(), "search".to_string()),
+                ("get".to_string(), "fetch".to_string()),
+                ("web_find".to_string(), "web__search".to_string()),
+                ("typo".to_string(), "fecth".to_string()),
+            ],
+            ..Naming::default()
+        };
+        let (names, diagnostics) = build(&tools, &naming);
+        assert_eq!(names.resolve("find"), None);
+        assert_eq!(names.resolve("get"), Some(2));
+        assert_eq!(names.resolve("web_find"), Some(1));
+        let config: Vec<(DiagnosticKind, &str)> = diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.kind != DiagnosticKind::ToolCollision)
+            .map(|diagnostic| (diagnostic.kind, diagnostic.message.as_str()))
+            .collect();
+        assert_eq!(
+            config,
+            [
+                (
+                    DiagnosticKind::AliasAmbiguous,
+                    "alias 'find' names 'search', which 2 tools register (aaa/search, \
+                     web/search); it is not used: name one by its path"
+                ),
+                (
+                    DiagnosticKind::AliasUnresolved,
+                    "alias 'typo' names 'fecth', which no loaded tool answers to (did you \
+                     mean 'fetch'?)"
+                ),
             ]
         );
     }

@@ -8,16 +8,17 @@ use crate::CallOutcome;
 use crate::config::grants::Grants;
 use crate::output::envelope::Envelope;
 use crate::policy::{Approvals, PermissionHandler};
-use crate::tool::names::{GlobError, ToolGlob};
+use crate::tool::names::{GlobError, ToolGlob, ToolNames};
 
 use super::registry::Listing;
 use super::search::{self, Query, SEARCH_TOOLS};
 use super::{Arguments, Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
 
-/// Which tools a session sees: a start (every tool, or none), then globs over names and
-/// paths that add tools to it or remove them, in order; the last glob that matches a
-/// tool decides. A glob matches a tool when it matches the name the model sees, the
-/// tool's own name, or its path (see [`ToolGlob`] for the syntax).
+/// Which tools a session sees: a start (every tool, or none), then globs that add tools
+/// to it or remove them, in order; the last glob that matches a tool decides. A glob
+/// names a tool by any of its names: an alias, the plain name it holds, its path or its
+/// wire name (see [`ToolGlob`]); the tool is then in or out under every name, listed
+/// or called.
 ///
 /// ```
 /// # fn main() -> Result<(), toolcell::names::GlobError> {
@@ -111,12 +112,11 @@ impl Scope {
         Ok(scope.unwrap_or_default())
     }
 
-    /// Whether a tool listed as `names` (the name shown, its own name, its path) is
-    /// in scope.
-    fn contains(&self, names: &[&str]) -> bool {
+    /// Whether the tool that answers to `names` is in scope.
+    fn contains(&self, names: &ToolNames) -> bool {
         let mut inside = self.everything;
         for rule in &self.rules {
-            if names.iter().any(|name| rule.glob().is_match(name)) {
+            if rule.glob().matches(names) {
                 inside = matches!(rule, Rule::Add(_));
             }
         }
@@ -347,11 +347,11 @@ impl Session {
             .rules
             .iter()
             .filter(|rule| {
-                !runtime.names.listed().iter().any(|listing| {
-                    names_of(runtime, listing)
-                        .iter()
-                        .any(|name| rule.glob().is_match(name))
-                })
+                !runtime
+                    .names
+                    .listed()
+                    .iter()
+                    .any(|listing| rule.glob().matches(runtime.names.of(listing.tool)))
             })
             .map(|rule| match rule {
                 Rule::Add(glob) => glob.to_string(),
@@ -521,8 +521,10 @@ impl Runtime {
 }
 
 impl View {
+    /// Whether the tool of `listing` is in scope: a scope takes or leaves a tool
+    /// whole, with every name it answers to.
     fn shows(&self, runtime: &Runtime, listing: &Listing) -> bool {
-        self.scope.contains(&names_of(runtime, listing))
+        self.scope.contains(runtime.names.of(listing.tool))
     }
 
     /// Whether the session may be shown `listing` at all: in scope, and not denied.
@@ -546,7 +548,7 @@ impl View {
             keys.push(&listing.name);
         }
         keys.push(&tool.path);
-        if runtime.names.holds_plain_name(tool, listing.tool) {
+        if runtime.names.of(listing.tool).plain.is_some() {
             keys.push(&tool.name);
         }
         [&self.descriptions, &runtime.descriptions]
@@ -557,34 +559,48 @@ impl View {
     }
 }
 
-/// The names a glob is matched against for `listing`: the name shown, the tool's own
-/// name and its path.
-fn names_of<'a>(runtime: &'a Runtime, listing: &'a Listing) -> [&'a str; 3] {
-    let tool = &runtime.tools[listing.tool];
-    [&listing.name, &tool.name, &tool.path]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The names of a tool that holds its plain name.
+    fn holder(path: &str) -> ToolNames {
+        let (_, name) = crate::tool::names::split_path(path).expect("a path");
+        ToolNames {
+            plain: Some(name.to_string()),
+            ..ToolNames::of_path(path)
+        }
+    }
+
     #[test]
     fn the_last_matching_glob_decides() {
         let scope = Scope::parse(["acme/notes/*", "!note_delete", "hello"]).expect("scope");
-        let read = ["note_read", "note_read", "acme/notes/note_read"];
-        let delete = ["note_delete", "note_delete", "acme/notes/note_delete"];
-        assert!(scope.contains(&read));
-        assert!(!scope.contains(&delete));
-        assert!(scope.contains(&["hello", "hello", "hello/hello"]));
-        assert!(!scope.contains(&["other", "other", "other/other"]));
+        assert!(scope.contains(&holder("acme/notes/note_read")));
+        assert!(!scope.contains(&holder("acme/notes/note_delete")));
+        assert!(scope.contains(&holder("hello/hello")));
+        assert!(!scope.contains(&holder("other/other")));
         assert_eq!(scope.globs(), ["acme/notes/*", "!note_delete", "hello"]);
+    }
+
+    #[test]
+    fn a_removed_alias_removes_the_tool_under_every_name() {
+        let scope = Scope::parse(["!safe_tool"]).expect("scope");
+        let aliased = ToolNames {
+            aliases: vec!["other_alias".to_string(), "safe_tool".to_string()],
+            ..holder("a_web/danger_zone")
+        };
+        assert!(!scope.contains(&aliased));
+        // A bare name takes only the tool that holds it.
+        let scope = Scope::parse(["search"]).expect("scope");
+        assert!(scope.contains(&holder("web/search")));
+        assert!(!scope.contains(&ToolNames::of_path("b_evil/search")));
     }
 
     #[test]
     fn a_first_removal_starts_from_everything() {
         let scope = Scope::parse(["!danger*"]).expect("scope");
-        assert!(scope.contains(&["safe", "safe", "p/safe"]));
-        assert!(!scope.contains(&["danger_zone", "danger_zone", "p/danger_zone"]));
+        assert!(scope.contains(&holder("p/safe")));
+        assert!(!scope.contains(&holder("p/danger_zone")));
         assert_eq!(Scope::parse([]).expect("scope"), Scope::all());
         assert!(Scope::parse(["a["]).is_err());
     }

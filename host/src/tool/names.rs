@@ -26,6 +26,48 @@ const HASH_MARKER: &str = "___";
 /// Hex digits of the path's SHA-256 in a hashed wire name (64 bits).
 const HASH_DIGITS: usize = 16;
 
+/// Whether `name` contains what joins the parts of a wire name (`__`), so that it is,
+/// or could one day be, another tool's wire name: no tool holds such a plain name and
+/// no alias may be one.
+pub fn has_wire_separator(name: &str) -> bool {
+    name.contains(WIRE_SEPARATOR)
+}
+
+/// Every name one tool answers to: what rules, scopes and interceptors match, so that
+/// they apply to the tool whatever name a call uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolNames {
+    /// The user's aliases for it.
+    pub aliases: Vec<String>,
+    /// Its own name, only when it holds it: a bare name matches only its holder.
+    pub plain: Option<String>,
+    /// `PLUGIN-ID/TOOL`.
+    pub path: String,
+    /// The wire name of its path.
+    pub wire: String,
+}
+
+impl ToolNames {
+    /// The names of a tool at `path` that holds no plain name and has no alias.
+    pub fn of_path(path: &str) -> ToolNames {
+        ToolNames {
+            aliases: Vec::new(),
+            plain: None,
+            path: path.to_string(),
+            wire: wire_name(path),
+        }
+    }
+
+    /// Every name, aliases first, then the plain name, the path and the wire name.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.aliases
+            .iter()
+            .map(String::as_str)
+            .chain(self.plain.as_deref())
+            .chain([self.path.as_str(), self.wire.as_str()])
+    }
+}
+
 /// The path of tool `tool` of plugin `plugin_id`.
 pub fn tool_path(plugin_id: &str, tool: &str) -> String {
     format!("{plugin_id}/{tool}")
@@ -111,14 +153,21 @@ fn readable_wire_name(path: &str) -> Option<String> {
     is_valid_tool_name(&wire).then_some(wire)
 }
 
-/// A glob over tool names and paths, as scopes take them: `*` matches any run of
-/// characters but `/`, `?` one character but `/`, `[abc]` one of a set, and `**` as a
-/// whole segment any number of segments (`acme/**`: every tool of every plugin whose id
-/// starts with `acme/`, and of plugin `acme`).
+/// A glob over tool names and paths, as scopes and permission rules take them: `*`
+/// matches any run of characters but `/`, `?` one character but `/`, `[abc]` one of a
+/// set, and `**` as a whole segment any number of segments (`acme/**`: every tool of
+/// every plugin whose id starts with `acme/`, and of plugin `acme`).
+///
+/// A glob in wire form (one with `__`, which no alias or plain name holds) names tools
+/// by their wire names: it matches a tool whose wire name it is, or whose path matches
+/// it read with `/` for each `__` (`web__*` is `web/*`), so that `*` stays within a
+/// segment there too.
 #[derive(Clone)]
 pub struct ToolGlob {
     text: String,
     matcher: GlobMatcher,
+    /// For a glob in wire form: the path glob it stands for.
+    wire_path: Option<GlobMatcher>,
 }
 
 /// A glob that cannot be used; the text says why.
@@ -141,14 +190,23 @@ impl ToolGlob {
         if text.is_empty() {
             return Err(error("it is empty".to_string()));
         }
-        let glob = GlobBuilder::new(text)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map_err(|problem| error(problem.kind().to_string()))?;
+        let compile = |text: &str| {
+            GlobBuilder::new(text)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map(|glob| glob.compile_matcher())
+                .map_err(|problem| error(problem.kind().to_string()))
+        };
+        let wire_path = if has_wire_separator(text) {
+            Some(compile(&text.replace(WIRE_SEPARATOR, "/"))?)
+        } else {
+            None
+        };
         Ok(ToolGlob {
             text: text.to_string(),
-            matcher: glob.compile_matcher(),
+            matcher: compile(text)?,
+            wire_path,
         })
     }
 
@@ -157,9 +215,24 @@ impl ToolGlob {
         &self.text
     }
 
-    /// Whether `name` (a tool name, alias, wire name or path) matches.
+    /// Whether the glob matches `name` as a string (a tool name, alias or path).
     pub fn is_match(&self, name: &str) -> bool {
         self.matcher.is_match(name)
+    }
+
+    /// Whether the glob matches the tool that answers to `names`: one of its aliases,
+    /// the plain name it holds, or its path; in wire form, its wire name or path.
+    pub fn matches(&self, names: &ToolNames) -> bool {
+        match &self.wire_path {
+            Some(path_glob) => self.text == names.wire || path_glob.is_match(&names.path),
+            None => names
+                .aliases
+                .iter()
+                .map(String::as_str)
+                .chain(names.plain.as_deref())
+                .chain([names.path.as_str()])
+                .any(|name| self.matcher.is_match(name)),
+        }
     }
 }
 
@@ -255,5 +328,34 @@ mod tests {
         assert!(glob("note_?ead").is_match("note_read"));
         assert!(ToolGlob::new("").is_err());
         assert!(ToolGlob::new("a[").is_err());
+    }
+
+    #[test]
+    fn a_glob_matches_a_tool_by_the_names_it_holds() {
+        let glob = |text| ToolGlob::new(text).expect("valid glob");
+        let holder = ToolNames {
+            aliases: vec!["safe_tool".to_string()],
+            plain: Some("search".to_string()),
+            ..ToolNames::of_path("web/search")
+        };
+        // Another plugin's tool of the same name holds no plain name.
+        let other = ToolNames::of_path("b_evil/search");
+        for text in ["search", "safe_tool", "web/search", "web__search", "web__*"] {
+            assert!(glob(text).matches(&holder), "{text}");
+        }
+        assert!(!glob("search").matches(&other));
+        assert!(glob("b_evil__search").matches(&other));
+        assert!(glob("*/search").matches(&other));
+        // In wire form `*` stays within a segment, as in a path.
+        assert!(!glob("b_evil__*").matches(&ToolNames::of_path("b_evil/ns/search")));
+        // A hashed wire name matches as written.
+        let hashed = ToolNames::of_path("io.corp/fetch");
+        assert!(
+            ToolGlob::new(&hashed.wire)
+                .expect("valid glob")
+                .matches(&hashed)
+        );
+        // A glob without `__` never matches a wire name: `danger*` is not `dangerous/safe`.
+        assert!(!glob("danger*").matches(&ToolNames::of_path("dangerous/safe")));
     }
 }

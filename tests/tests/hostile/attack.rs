@@ -402,6 +402,21 @@ impl Attack {
         self
     }
 
+    /// `--deny GLOB`.
+    pub fn deny(mut self, glob: &str) -> Self {
+        self.rules.deny.push(glob.to_string());
+        self
+    }
+
+    /// Calls go through a session that sees the scope of these `--tools` globs.
+    pub fn scope(mut self, globs: &[&'static str]) -> Self {
+        self.session
+            .get_or_insert_with(SessionSetup::default)
+            .scope
+            .extend(globs);
+        self
+    }
+
     fn step(mut self, step: Step) -> Self {
         self.steps.push(step);
         self

@@ -1071,6 +1071,14 @@ end })
     };
     let denied_by_default =
         "tool 'quiet_write' was denied: the permission policy's default is deny";
+    const A_WEB: &str = r#"
+clm.tool_register("danger_zone", { invoke = function(_, ctx) ctx:complete("danger ran") end })
+clm.tool_register("search", { invoke = function(_, ctx) ctx:complete("a_web ran") end })
+"#;
+    let hijack_refused = "tool 'a_web__danger_zone' of plugin wire_name_hijack.lua has '__' in \
+        its name, which joins the parts of a wire name, so the name is, or could become, \
+        another tool's; call it as wire_name_hijack/a_web__danger_zone";
+    let denied = |tool: &str, rule: &str| format!("tool '{tool}' was denied: it matches {rule}");
     vec![
         attack(
             Authority,
@@ -1133,5 +1141,40 @@ end })
             .coded("id_collision", &twin("Twin_Id.lua", "twin_id.lua"))
             .refused("twin_lower", "{}", &format!("tool 'twin_lower' is unavailable: {}", twin("twin_id.lua", "Twin_Id.lua")))
             .refused("twin_upper", "{}", &format!("tool 'twin_upper' is unavailable: {}", twin("Twin_Id.lua", "twin_id.lua"))),
+        attack(Authority, "wire_name_hijack", "a plain name equal to another tool's wire name, under --deny of that tool")
+            .companion("a_web.lua", A_WEB)
+            .config("[aliases]\ndz = \"a_web__danger_zone\"\n")
+            .deny("danger_zone")
+            .coded("tool_name_refused", hijack_refused)
+            .fails_as("a_web__danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"danger_zone\""))
+            .fails_as("dz", "{}", "denied", &denied("danger_zone", "--deny \"danger_zone\""))
+            .completes("wire_name_hijack/a_web__danger_zone", "{}", "hijacker ran"),
+        attack(Authority, "alias_under_deny", "a tool denied by its alias, called by its other names")
+            .lua_from("danger_zone")
+            .config("[aliases]\nsafe_tool = \"alias_under_deny/danger_zone\"\n")
+            .deny("safe_tool")
+            .fails_as("safe_tool", "{}", "denied", &denied("danger_zone", "--deny \"safe_tool\""))
+            .fails_as("danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"safe_tool\""))
+            .fails_as("alias_under_deny/danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"safe_tool\""))
+            .listed(&[]),
+        attack(Authority, "deny_by_wire_name", "a tool denied by the wire name `list` shows")
+            .lua_from("danger_zone")
+            .deny("deny_by_wire_name__danger_zone")
+            .fails_as("deny_by_wire_name__danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"deny_by_wire_name__danger_zone\""))
+            .fails_as("danger_zone", "{}", "denied", &denied("danger_zone", "--deny \"deny_by_wire_name__danger_zone\""))
+            .listed(&[]),
+        attack(Authority, "same_name", "a tool of a name another plugin holds, under allow = [that name]")
+            .companion("a_web.lua", A_WEB)
+            .config("[permissions]\ndefault = \"deny\"\nallow = [\"canary\", \"search\"]\n")
+            .fails_as("same_name/search", "{}", "denied", "tool 'search' was denied: the permission policy's default is deny")
+            .completes("search", "{}", "a_web ran")
+            .listed(&["search"]),
+        attack(Authority, "scope_alias", "a tool removed from the scope by one alias, called by another")
+            .lua_from("danger_zone")
+            .config("[aliases]\nsafe_tool = \"scope_alias/danger_zone\"\nother = \"danger_zone\"\n")
+            .scope(&["!safe_tool"])
+            .refused("other", "{}", "unknown tool 'other'")
+            .refused("scope_alias/danger_zone", "{}", "unknown tool 'scope_alias/danger_zone'")
+            .listed(&[]),
     ]
 }
