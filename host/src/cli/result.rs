@@ -1,4 +1,5 @@
-//! `toolcell result`: print the whole output of a result the model saw cut.
+//! `toolcell result`: print the whole output of a result the model saw cut, or the bytes
+//! of a part it got as a link.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -36,13 +37,10 @@ pub(super) fn run(args: ResultArgs) -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
-    match store.get(&args.id) {
-        Ok(text) => {
+    match store.get_bytes(&args.id) {
+        Ok(data) => {
             let mut stdout = std::io::stdout().lock();
-            match stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-            {
+            match stdout.write_all(&data).and_then(|()| stdout.flush()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("error: {error}");

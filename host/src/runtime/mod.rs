@@ -197,6 +197,8 @@ impl Runtime {
     }
 
     /// The whole output of a result the model saw cut, by the id its notice gave.
+    /// A part kept aside (`0a1b2c3d-17-2`) is bytes: read it from
+    /// [`Runtime::result_store`] with [`ResultStore::get_bytes`].
     pub fn result(&self, id: &str) -> Result<String, ResultError> {
         match &self.results {
             Ok(store) => store.get(id),
