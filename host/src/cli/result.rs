@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{environment, usage_error};
+use super::{environment, output_for_stdout, usage_error};
 use crate::config::Config;
 use crate::output::results::ResultError;
 
@@ -40,7 +40,7 @@ pub(super) fn run(args: ResultArgs) -> ExitCode {
         Ok(text) => {
             let mut stdout = std::io::stdout().lock();
             match stdout
-                .write_all(text.as_bytes())
+                .write_all(output_for_stdout(&text).as_bytes())
                 .and_then(|()| stdout.flush())
             {
                 Ok(()) => ExitCode::SUCCESS,

@@ -240,6 +240,10 @@ impl SessionState {
                 )]));
             }
         };
+        // What the plugin logs is its words, as its output is.
+        if let Some(log) = &mut log {
+            log.envelop(call.envelope());
+        }
         let progress = context.meta.get_progress_token();
         let structured = call.is_structured();
         let mut updates = call.progress();

@@ -14,6 +14,9 @@ pub const DEFAULT_MAX_LINES: usize = 2000;
 pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
 /// The default longest tool description the model sees, in bytes.
 pub const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4096;
+/// The longest tool title the model (and an MCP client's user) sees, in bytes: a title
+/// is a display name, and `tools/list` carries it twice.
+pub const MAX_TITLE_BYTES: usize = 256;
 
 /// How much of one tool's result the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

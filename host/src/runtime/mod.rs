@@ -169,7 +169,7 @@ pub struct Runtime {
     envelope: Envelope,
     /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
     /// registration the host refused), with the reason: derived by `rebuild`.
-    unavailable: HashMap<String, String>,
+    unavailable: HashMap<String, Unavailable>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
     /// This run's id, which the ids of its stored results start with.
@@ -463,7 +463,10 @@ impl Runtime {
                         self.diagnostics.push(rejected.diagnostic.clone());
                         self.unavailable
                             .entry(rejected.name.clone())
-                            .or_insert_with(|| rejected.diagnostic.message.clone());
+                            .or_insert_with(|| Unavailable {
+                                reason: rejected.diagnostic.message.clone(),
+                                plugin: info.manifest.id.clone(),
+                            });
                     }
                 }
             }
@@ -570,6 +573,7 @@ impl Runtime {
                         .iter()
                         .map(|listing| listing.name.as_str())
                         .chain(hidden.map(|info| info.name.as_str())),
+                    &self.envelope,
                 )
             })?;
         let approvals = options.approvals.as_ref().unwrap_or(&self.policy.approvals);
@@ -584,12 +588,18 @@ impl Runtime {
     }
 
     /// Why `name` found no tool: unavailable (a plugin that did not load would offer
-    /// it), or unknown, with the closest of `candidates`.
-    fn not_found<'a>(&self, name: &str, candidates: impl Iterator<Item = &'a str>) -> InvokeError {
+    /// it; the reason, which may quote the plugin, in `envelope` when its output is
+    /// untrusted), or unknown, with the closest of `candidates`.
+    fn not_found<'a>(
+        &self,
+        name: &str,
+        candidates: impl Iterator<Item = &'a str>,
+        envelope: &Envelope,
+    ) -> InvokeError {
         match self.unavailable.get(name) {
-            Some(reason) => InvokeError::Unavailable {
+            Some(unavailable) => InvokeError::Unavailable {
                 name: name.to_string(),
-                reason: reason.clone(),
+                reason: self.plugin_text(&unavailable.plugin, envelope, &unavailable.reason),
             },
             None => InvokeError::UnknownTool {
                 name: name.to_string(),
@@ -618,9 +628,10 @@ impl Runtime {
             Ok(args) => args.unwrap_or_else(|| args_json.to_string()),
             Err(message) => {
                 gate.meter.invalid_arguments();
+                // What is wrong may quote the tool's schema: the plugin's words.
                 return Err(InvokeError::InvalidArguments {
                     tool: name.to_string(),
-                    message,
+                    message: self.plugin_text(&info.plugin, envelope, &message),
                 });
             }
         };
@@ -702,6 +713,16 @@ impl Runtime {
         })
     }
 
+    /// `text`, which plugin `plugin` may have written, as the model gets it: inside
+    /// `envelope` when the plugin's output is untrusted.
+    fn plugin_text(&self, plugin: &str, envelope: &Envelope, text: &str) -> String {
+        if self.untrusted.envelops(plugin) {
+            envelope.wrap(text)
+        } else {
+            text.to_string()
+        }
+    }
+
     /// An id for a call not made yet ([`CallOptions::id`]): unique within the runtime.
     pub fn reserve_call_id(&self) -> ReservedCallId {
         ReservedCallId(self.next_call.fetch_add(1, Ordering::Relaxed))
@@ -770,13 +791,29 @@ impl Drop for Runtime {
     }
 }
 
+/// Why a tool cannot be called, and whose words the reason may quote.
+#[derive(Debug, Clone)]
+struct Unavailable {
+    /// The diagnostic that explains it (a load error may quote the plugin).
+    reason: String,
+    /// The id of the plugin that offered the tool.
+    plugin: String,
+}
+
 /// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
 /// found for a name stays).
-fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &PluginEntry, reason: &str) {
+fn mark_unavailable(
+    unavailable: &mut HashMap<String, Unavailable>,
+    plugin: &PluginEntry,
+    reason: &str,
+) {
     for name in plugin.tool_names() {
         unavailable
             .entry(name.to_string())
-            .or_insert_with(|| reason.to_string());
+            .or_insert_with(|| Unavailable {
+                reason: reason.to_string(),
+                plugin: plugin.file.id.clone(),
+            });
     }
 }
 
@@ -925,8 +962,16 @@ impl Call {
 
     /// The progress the plugin reports while the call runs (`ctx:progress`), at most
     /// one update every 100 ms; each `progress()` reads them from the call's start.
+    /// When the plugin's output is untrusted, each message is inside the call's
+    /// envelope, as its output is.
     pub fn progress(&self) -> ProgressUpdates {
-        self.progress.updates()
+        self.progress.updates(self.envelope.clone())
+    }
+
+    /// The envelope the call's text goes in (its output, its progress messages, what
+    /// it logs), when its plugin's output is untrusted.
+    pub(crate) fn envelope(&self) -> Option<&Envelope> {
+        self.envelope.as_ref()
     }
 
     /// Whether the call's output, when it completes, is the JSON text of a structured
