@@ -15,7 +15,12 @@ Run by host/tests/serve.rs (so `cargo test` runs it):
    CPU per call, a trivial call of another session delayed by 8.5 s): its tools are refused
    at load, saying why, and another session's trivial call answers within a second while
    the first tries them.
-2. Under `ulimit -n 128` with caps above it, 300 idle connections exhaust the server's
+2. A client from 127.0.0.3 that pipelines requests and never reads the answers, against a
+   server allowing one connection per address: while the server's write is stuck, the
+   address's next connection is refused; once the write has been pending for the
+   write-stall timeout, the connection is closed and the address is served again.
+   (Run beside the other checks, on a server of its own, so its wait adds no time.)
+3. Under `ulimit -n 128` with caps above it, 300 idle connections exhaust the server's
    file descriptors: accepting fails, backs off (the server burns next to no CPU) and
    says so in a line or two, and the server answers again once the clients let go.
 
@@ -28,6 +33,7 @@ import argparse
 import os
 import re
 import resource
+import select
 import socket
 import subprocess
 import sys
@@ -48,6 +54,7 @@ HANG = 60.0
 # What the README's Limits table says.
 PER_PEER = 64
 HEAD_TIMEOUT = 10.0
+WRITE_STALL = 30.0
 # How fast the server must answer while it is attacked.
 PROMPT = 1.0
 
@@ -285,6 +292,70 @@ async def backtracking_patterns_stall_nothing(server: Server) -> None:
     ok(f"another session's trivial call answers in {trivial[0]:.3f} s while they are tried")
 
 
+def raw_get(target: tuple[str, int], source: str, limit: float) -> bytes | None:
+    """A `GET /healthz` from `source`: the whole reply, or None if the connection
+    is still open after `limit` seconds."""
+    connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    connection.bind((source, 0))
+    connection.settimeout(limit)
+    try:
+        connection.connect(target)
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nhost: edges\r\nconnection: close\r\n\r\n")
+        return answered(connection, limit)
+    finally:
+        connection.close()
+
+
+def unread_answers_free_their_place(toolcell: str, plugins: Path, root: str,
+                                    token_file: Path) -> None:
+    server = Server(toolcell, plugins, root, token_file, nofile=1024,
+                    extra=["--max-connections-per-peer", "1"])
+    try:
+        target = address(server.base)
+        reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.bind(("127.0.0.3", 0))
+        reader.settimeout(HANG)
+        reader.connect(target)
+        reader.setblocking(False)
+        requests = b"GET /healthz HTTP/1.1\r\nhost: edges\r\n\r\n" * 1024
+        sent = 0
+        # Pipeline requests until the server stops taking them: its answers fill every
+        # buffer between it and a client that reads nothing, so its write is pending.
+        while True:
+            check(sent < 256 * 1024 * 1024, f"the server kept reading: {sent} bytes sent")
+            try:
+                sent += reader.send(requests)
+                continue
+            except BlockingIOError:
+                pass
+            _, writable, _ = select.select([], [reader], [], 2.0)
+            if not writable:
+                break
+        stalled = time.monotonic()
+        reply = raw_get(target, "127.0.0.3", 5.0)
+        check(reply is not None and reply.startswith(b"HTTP/1.1 503 ")
+              and b"too many connections from 127.0.0.3" in reply,
+              f"a stuck connection keeps its place under the per-peer cap: {reply!r}")
+        ok(f"a client that reads none of its answers ({sent} bytes of requests) holds its place")
+        while True:
+            reply = raw_get(target, "127.0.0.3", 5.0)
+            if reply is not None and reply.startswith(b"HTTP/1.1 200 "):
+                break
+            check(time.monotonic() - stalled < WRITE_STALL + 20.0,
+                  f"the stuck connection is closed: still refused after "
+                  f"{time.monotonic() - stalled:.0f} s: {reply!r}")
+            time.sleep(1.0)
+        waited = time.monotonic() - stalled
+        # The write was pending before the client noticed (up to the 2 s it waited).
+        check(waited >= WRITE_STALL - 3.0, f"closed after {waited:.1f} s, before the timeout")
+        reader.close()
+        ok(f"the connection whose answers were never read is closed ({waited:.0f} s after "
+           f"the client stalled; the write-stall timeout is {WRITE_STALL:.0f} s)")
+    finally:
+        server.stop()
+
+
 async def accept_failures_back_off(toolcell: str, plugins: Path, root: str,
                                    token_file: Path) -> None:
     server = Server(toolcell, plugins, root, token_file, nofile=128,
@@ -335,8 +406,21 @@ async def main() -> None:
         root.mkdir()
         token_file = Path(directory) / "token"
         token_file.write_text(TOKEN + "\n")
+        failures: list[BaseException] = []
+
+        def unread_answers() -> None:
+            try:
+                unread_answers_free_their_place(args.toolcell, plugins, str(root), token_file)
+            except BaseException as failure:  # re-raised in the main thread below
+                failures.append(failure)
+
+        beside = threading.Thread(target=unread_answers)
+        beside.start()
         await caps_and_idle_connections(args.toolcell, plugins, str(root), token_file)
         await accept_failures_back_off(args.toolcell, plugins, str(root), token_file)
+        beside.join()
+        if failures:
+            raise failures[0]
     print("all checks passed", flush=True)
 
 

@@ -12,7 +12,12 @@
 //!   its last response: a request counts from its complete head (hyper calls the
 //!   service) to the end of its response body, for HTTP/1 and HTTP/2 alike, so a
 //!   client that trickles a head or sends nothing holds its socket for seconds, not
-//!   forever.
+//!   forever;
+//! - a connection whose client reads nothing of what the server writes for
+//!   [`WRITE_STALL_TIMEOUT`] (a write stays pending that long: the socket's buffers are
+//!   full) is closed, so a client that sends requests and never reads the answers does
+//!   not keep its place under the caps. A stream that writes nothing, such as an event
+//!   stream waiting for its next event, has no write pending and is not affected.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -28,6 +33,7 @@ use hyper::{Request, Response};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tokio_io_timeout::TimeoutStream;
 
 /// How many connections a listener keeps open at once unless the user says otherwise:
 /// under the 1024 file descriptors a process gets by default, with room for plugins,
@@ -43,6 +49,14 @@ pub const REQUEST_HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a connection may stay open with no request after its last response.
 pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(60);
+
+/// How long a write to a client may stay pending (the client reading none of it)
+/// before the connection is closed.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// An admitted connection's socket: writes that stall past [`WRITE_STALL_TIMEOUT`]
+/// fail, which ends the connection.
+pub type Stream = Pin<Box<TimeoutStream<TcpStream>>>;
 
 /// The first pause after a failed accept.
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
@@ -104,7 +118,7 @@ impl Listener {
 
     /// The next connection within the caps. Failures back off and connections over a
     /// cap are refused here, so this returns only a connection to serve.
-    pub async fn accept(&mut self) -> (TcpStream, Connection) {
+    pub async fn accept(&mut self) -> (Stream, Connection) {
         let mut backoff = FIRST_BACKOFF;
         loop {
             let (stream, peer) = match self.socket.accept().await {
@@ -126,7 +140,11 @@ impl Listener {
             };
             backoff = FIRST_BACKOFF;
             match self.admit(peer) {
-                Ok(connection) => return (stream, connection),
+                Ok(connection) => {
+                    let mut stream = TimeoutStream::new(stream);
+                    stream.set_write_timeout(Some(WRITE_STALL_TIMEOUT));
+                    return (Box::pin(stream), connection);
+                }
                 Err(why) => {
                     if let Some(count) = self.refusals.count() {
                         tracing::warn!(

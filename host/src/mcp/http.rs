@@ -221,7 +221,7 @@ impl HttpServer {
                 () = self.stop_accepting.cancelled() => break,
                 accepted = listener.accept() => accepted,
             };
-            if let Err(error) = stream.set_nodelay(true) {
+            if let Err(error) = stream.get_ref().set_nodelay(true) {
                 tracing::debug!("cannot set TCP_NODELAY on an MCP connection: {error}");
             }
             let server = self.clone();

@@ -47,7 +47,7 @@ use tokio_util::sync::CancellationToken;
 pub use approval::AskFallback;
 pub use connections::{
     ConnectionLimits, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, KEEP_ALIVE_IDLE,
-    REQUEST_HEAD_TIMEOUT,
+    REQUEST_HEAD_TIMEOUT, WRITE_STALL_TIMEOUT,
 };
 pub use http::{
     DEFAULT_MAX_SESSIONS, ENDPOINT, HEALTH_ENDPOINT, HttpOptions, HttpServer, READY_ENDPOINT,
