@@ -40,6 +40,7 @@
 //! untrusted = "envelope"     # or "plain" (the default); see `envelope`
 //! max_lines = 2000
 //! max_bytes = 51200
+//! max_binary_bytes = 1048576 # a result's images, audio and embedded resources together
 //! max_description_bytes = 4096
 //! results_dir = "/path"      # where whole outputs are kept (relative: to this file's directory); default: the cache's results/
 //! results_max_bytes = 104857600
@@ -221,6 +222,8 @@ pub struct OutputSection {
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
     pub max_bytes: Option<usize>,
+    /// The most bytes of a result's binary parts the model gets.
+    pub max_binary_bytes: Option<usize>,
     /// The longest tool description the model sees, in bytes.
     pub max_description_bytes: Option<usize>,
     /// Where the whole outputs of cut results are kept (default: `results/` in the
@@ -242,6 +245,8 @@ pub struct OutputLimitsSection {
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
     pub max_bytes: Option<usize>,
+    /// The most bytes of a result's binary parts the model gets.
+    pub max_binary_bytes: Option<usize>,
     /// The longest tool description the model sees, in bytes.
     pub max_description_bytes: Option<usize>,
 }
@@ -279,6 +284,8 @@ pub struct PluginOutputSection {
     pub max_lines: Option<usize>,
     /// The most bytes of a result the model sees.
     pub max_bytes: Option<usize>,
+    /// The most bytes of a result's binary parts the model gets.
+    pub max_binary_bytes: Option<usize>,
     /// The longest tool description the model sees, in bytes.
     pub max_description_bytes: Option<usize>,
     /// Whether this plugin's output is enveloped as untrusted, over `[output]`.
@@ -291,6 +298,7 @@ impl PluginOutputSection {
         OutputLimitsSection {
             max_lines: self.max_lines,
             max_bytes: self.max_bytes,
+            max_binary_bytes: self.max_binary_bytes,
             max_description_bytes: self.max_description_bytes,
         }
     }
@@ -487,6 +495,7 @@ impl Config {
         let global = OutputLimitsSection {
             max_lines: self.output.max_lines,
             max_bytes: self.output.max_bytes,
+            max_binary_bytes: self.output.max_binary_bytes,
             max_description_bytes: self.output.max_description_bytes,
         };
         [
@@ -511,6 +520,10 @@ impl Config {
                 .iter()
                 .find_map(|layer| layer.max_bytes)
                 .unwrap_or(cut::DEFAULT_MAX_BYTES),
+            max_binary_bytes: layers
+                .iter()
+                .find_map(|layer| layer.max_binary_bytes)
+                .unwrap_or(cut::DEFAULT_MAX_BINARY_BYTES),
         }
     }
 

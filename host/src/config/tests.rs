@@ -208,6 +208,7 @@ fn output_settings_apply_tool_over_plugin_over_global_over_defaults() {
          [plugins.p.output]
          max_lines = 20
          max_bytes = 200
+         max_binary_bytes = 300
          max_description_bytes = 2000",
     );
     let limits = |plugin, tool| {
@@ -218,6 +219,11 @@ fn output_settings_apply_tool_over_plugin_over_global_over_defaults() {
     assert_eq!(limits("p", "other"), (20, 200));
     assert_eq!(limits("q", "report"), (30, 100));
     assert_eq!(limits("q", "other"), (10, 100));
+    assert_eq!(config.output_for("p", "report").max_binary_bytes, 300);
+    assert_eq!(
+        config.output_for("q", "report").max_binary_bytes,
+        cut::DEFAULT_MAX_BINARY_BYTES
+    );
     assert_eq!(config.description_bytes_for("p", "report"), 2000);
     assert_eq!(config.description_bytes_for("q", "report"), 1000);
 
@@ -227,6 +233,7 @@ fn output_settings_apply_tool_over_plugin_over_global_over_defaults() {
         OutputLimits {
             max_lines: cut::DEFAULT_MAX_LINES,
             max_bytes: 5,
+            max_binary_bytes: cut::DEFAULT_MAX_BINARY_BYTES,
         }
     );
     assert_eq!(

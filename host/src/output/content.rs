@@ -67,17 +67,24 @@ impl ContentPart {
         }
     }
 
-    /// The bytes the part carries that are not text the model reads: an image's, an
-    /// audio clip's, an embedded resource's blob (what the per-result byte limit counts).
-    pub fn binary_len(&self) -> usize {
+    /// The bytes the part carries besides the result's text: an image's, an audio
+    /// clip's, an embedded resource's (its text too: a document handed over, not text of
+    /// the result). `None` for text and resource links.
+    pub fn payload(&self) -> Option<&[u8]> {
         match self {
-            ContentPart::Image { data, .. } | ContentPart::Audio { data, .. } => data.len(),
-            ContentPart::Resource {
-                contents: ResourceContents::Blob(data),
-                ..
-            } => data.len(),
-            _ => 0,
+            ContentPart::Image { data, .. } | ContentPart::Audio { data, .. } => Some(data),
+            ContentPart::Resource { contents, .. } => Some(match contents {
+                ResourceContents::Text(text) => text.as_bytes(),
+                ResourceContents::Blob(data) => data,
+            }),
+            ContentPart::Text(_) | ContentPart::ResourceLink { .. } => None,
         }
+    }
+
+    /// How many bytes [`ContentPart::payload`] has: what the per-result limit for
+    /// binary parts counts.
+    pub fn binary_len(&self) -> usize {
+        self.payload().map_or(0, <[u8]>::len)
     }
 
     /// The part as plain text, for callers that show text only: a text part as it is,

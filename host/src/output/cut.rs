@@ -12,6 +12,9 @@ use crate::base::limits::{format_bytes, prefix_within};
 pub const DEFAULT_MAX_LINES: usize = 2000;
 /// The default [`OutputLimits::max_bytes`].
 pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
+/// The default [`OutputLimits::max_binary_bytes`]: an image of this size is already
+/// thousands of tokens to most models.
+pub const DEFAULT_MAX_BINARY_BYTES: usize = 1024 * 1024;
 /// The default longest tool description the model sees, in bytes.
 pub const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4096;
 /// The longest tool title the model (and an MCP client's user) sees, in bytes: a title
@@ -25,6 +28,9 @@ pub struct OutputLimits {
     pub max_lines: usize,
     /// The most bytes (of UTF-8).
     pub max_bytes: usize,
+    /// The most bytes of a result's binary parts (images, audio, embedded resources)
+    /// together; a part that does not fit is never cut (see `parts`).
+    pub max_binary_bytes: usize,
 }
 
 impl Default for OutputLimits {
@@ -32,6 +38,7 @@ impl Default for OutputLimits {
         OutputLimits {
             max_lines: DEFAULT_MAX_LINES,
             max_bytes: DEFAULT_MAX_BYTES,
+            max_binary_bytes: DEFAULT_MAX_BINARY_BYTES,
         }
     }
 }
@@ -79,7 +86,8 @@ pub fn cut<'a>(text: &'a str, limits: &OutputLimits) -> Option<Cut<'a>> {
     })
 }
 
-fn count_lines(text: &str) -> usize {
+/// The lines of `text`: what ends with a newline, or the rest after the last one.
+pub(crate) fn count_lines(text: &str) -> usize {
     let newlines = text.bytes().filter(|&byte| byte == b'\n').count();
     newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
@@ -118,7 +126,8 @@ pub fn shown(cut: &Cut<'_>, kept: &Kept<'_>) -> String {
     )
 }
 
-fn bytes(count: usize) -> String {
+/// `count` bytes, exactly, and rounded when that is shorter to read.
+pub(crate) fn bytes(count: usize) -> String {
     match format_bytes(count as u64) {
         exact if !exact.ends_with("iB") => exact,
         rounded => format!("{count} bytes ({rounded})"),
@@ -142,6 +151,7 @@ mod tests {
         OutputLimits {
             max_lines,
             max_bytes,
+            ..OutputLimits::default()
         }
     }
 

@@ -7,7 +7,9 @@
 //! keep more than the cap.
 //!
 //! A result's id is the runtime's run id and the call's id, `0a1b2c3d-17`: call ids
-//! start again at 1 in every run, and runs share the store.
+//! start again at 1 in every run, and runs share the store. A binary part of a result
+//! of parts that the model did not get is kept beside it as `0a1b2c3d-17-3` (its
+//! position in the result, from 1), in a file of its own bytes.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -21,8 +23,10 @@ use crate::base::limits::{MIB, format_bytes};
 /// The default [`ResultStore`] size cap.
 pub const DEFAULT_MAX_BYTES: u64 = 100 * MIB;
 
-/// The file name extension of a stored result.
-const EXTENSION: &str = "txt";
+/// The file name extension of a stored result's text.
+const TEXT_EXTENSION: &str = "txt";
+/// The file name extension of a stored part's bytes.
+const PART_EXTENSION: &str = "bin";
 
 /// The file in the store's directory whose lock is held while a result is put.
 pub const LOCK_FILE: &str = ".lock";
@@ -74,17 +78,25 @@ impl ResultStore {
 
     /// The file of result `id`.
     pub fn path(&self, id: &str) -> Result<PathBuf, ResultError> {
-        if !is_result_id(id) {
-            return Err(ResultError::BadId(id.to_string()));
-        }
-        Ok(self.dir.join(format!("{id}.{EXTENSION}")))
+        let extension = match parse_id(id) {
+            Some(Id::Result) => TEXT_EXTENSION,
+            Some(Id::Part) => PART_EXTENSION,
+            None => return Err(ResultError::BadId(id.to_string())),
+        };
+        Ok(self.dir.join(format!("{id}.{extension}")))
     }
 
     /// Keeps `text` as result `id`, removing the oldest results while the store would
     /// exceed its cap; returns the file.
     pub fn put(&self, id: &str, text: &str) -> Result<PathBuf, ResultError> {
+        self.put_bytes(id, text.as_bytes())
+    }
+
+    /// Keeps `data` as result `id` (a result's text, or one part's bytes), as
+    /// [`ResultStore::put`] does.
+    pub fn put_bytes(&self, id: &str, data: &[u8]) -> Result<PathBuf, ResultError> {
         let path = self.path(id)?;
-        let bytes = text.len() as u64;
+        let bytes = data.len() as u64;
         if bytes > self.max_bytes {
             return Err(ResultError::TooLarge {
                 bytes,
@@ -106,15 +118,24 @@ impl ResultStore {
         // Released when `lock` is closed, at the end of this function.
         lock.lock().map_err(io)?;
         self.make_room(bytes).map_err(io)?;
-        write_atomically(&path, text.as_bytes(), Readers::Owner)
-            .map_err(|error| io(error.source))?;
+        write_atomically(&path, data, Readers::Owner).map_err(|error| io(error.source))?;
         Ok(path)
     }
 
-    /// The whole text of result `id`.
+    /// The whole text of result `id`; a part that is not UTF-8 text is an
+    /// [`ResultError::Io`] of kind `InvalidData` (read it with [`ResultStore::get_bytes`]).
     pub fn get(&self, id: &str) -> Result<String, ResultError> {
+        let data = self.get_bytes(id)?;
+        String::from_utf8(data).map_err(|error| ResultError::Io {
+            path: self.dir.join(id),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, error.utf8_error()),
+        })
+    }
+
+    /// The bytes of result `id`: a result's text, or one part's bytes.
+    pub fn get_bytes(&self, id: &str) -> Result<Vec<u8>, ResultError> {
         let path = self.path(id)?;
-        std::fs::read_to_string(&path).map_err(|source| match source.kind() {
+        std::fs::read(&path).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => ResultError::NotFound {
                 id: id.to_string(),
                 dir: self.dir.clone(),
@@ -130,8 +151,9 @@ impl ResultStore {
             .filter(|entry| {
                 let name = entry.file_name();
                 let name = name.to_string_lossy();
-                name.strip_suffix(&format!(".{EXTENSION}"))
-                    .is_some_and(is_result_id)
+                name.rsplit_once('.').is_some_and(|(id, extension)| {
+                    [TEXT_EXTENSION, PART_EXTENSION].contains(&extension) && parse_id(id).is_some()
+                })
             })
             .filter_map(|entry| {
                 let metadata = entry.metadata().ok()?;
@@ -156,19 +178,32 @@ impl ResultStore {
     }
 }
 
-/// Whether `id` is of the form `HEX8-DIGITS`, the only names the store gives out (and
-/// so the only ones it reads: an id never names a path outside the store).
-fn is_result_id(id: &str) -> bool {
-    let Some((run, call)) = id.split_once('-') else {
-        return false;
+/// What an id names.
+enum Id {
+    /// A result's text: `HEX8-CALL`.
+    Result,
+    /// One part's bytes: `HEX8-CALL-PART`.
+    Part,
+}
+
+/// What `id` names, when it is of a form the store gives out: the only names it reads,
+/// so an id never names a path outside the store.
+fn parse_id(id: &str) -> Option<Id> {
+    let digits = |text: &str| {
+        !text.is_empty() && text.len() <= 20 && text.bytes().all(|byte| byte.is_ascii_digit())
     };
-    run.len() == 8
+    let (run, rest) = id.split_once('-')?;
+    let run_ok = run.len() == 8
         && run
             .bytes()
-            .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
-        && !call.is_empty()
-        && call.len() <= 20
-        && call.bytes().all(|byte| byte.is_ascii_digit())
+            .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase());
+    if !run_ok {
+        return None;
+    }
+    match rest.split_once('-') {
+        None => digits(rest).then_some(Id::Result),
+        Some((call, part)) => (digits(call) && digits(part)).then_some(Id::Part),
+    }
 }
 
 /// A new run id: a random start drawn once per process, plus the runs this process
@@ -185,6 +220,11 @@ pub fn new_run() -> u32 {
 /// The id of one run's result for call `call`.
 pub fn result_id(run: u32, call: u64) -> String {
     format!("{run:08x}-{call}")
+}
+
+/// The id of part `position` (from 1) of result `result`.
+pub fn part_id(result: &str, position: usize) -> String {
+    format!("{result}-{position}")
 }
 
 #[cfg(test)]
@@ -219,10 +259,34 @@ mod tests {
             "0A1B2C3D-1",
             "0a1b2c3-1",
             "0a1b2c3d-1/..",
+            "0a1b2c3d-1-",
+            "0a1b2c3d-1-2-3",
+            "0a1b2c3d--2",
             "",
         ] {
             assert!(matches!(store.get(id), Err(ResultError::BadId(_))), "{id}");
         }
+    }
+
+    #[test]
+    fn a_part_is_kept_as_its_bytes_beside_the_results_text_and_counts_against_the_cap() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = ResultStore::new(dir.path(), 12);
+        let png = [0x89, b'P', b'N', b'G', 0xff, 0x00];
+        let path = store
+            .put_bytes(&part_id("0a1b2c3d-7", 2), &png)
+            .expect("stored");
+        assert_eq!(path, dir.path().join("0a1b2c3d-7-2.bin"));
+        assert_eq!(store.get_bytes("0a1b2c3d-7-2").expect("read"), png);
+        assert!(
+            matches!(store.get("0a1b2c3d-7-2"), Err(ResultError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData),
+            "a part that is not text is not read as text"
+        );
+        store.put("0a1b2c3d-8", "1234567").expect("stored");
+        assert!(
+            store.get_bytes("0a1b2c3d-7-2").is_err(),
+            "the part made room: 6 + 7 bytes exceed the cap of 12"
+        );
     }
 
     #[test]

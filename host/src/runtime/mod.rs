@@ -43,6 +43,7 @@ use crate::base::wording::json_kind;
 use crate::output::cut::{self, Kept, OutputLimits};
 use crate::output::envelope::{Envelope, OutputPolicy};
 use crate::output::outcome::CallOutcome;
+use crate::output::parts;
 use crate::output::progress::{self, ProgressReceiver, ProgressUpdates};
 use crate::output::results::{self, ResultError, ResultStore};
 use crate::output::stats::{PluginStats, Stats, ToolMeter};
@@ -276,6 +277,8 @@ impl Runtime {
     }
 
     /// The whole output of a result the model saw cut, by the id its notice gave.
+    /// A part kept aside (`0a1b2c3d-17-2`) is bytes: read it from
+    /// [`Runtime::result_store`] with [`ResultStore::get_bytes`].
     pub fn result(&self, id: &str) -> Result<String, ResultError> {
         match &self.results {
             Ok(store) => store.get(id),
@@ -899,19 +902,31 @@ struct Output {
 impl Output {
     /// Whether `outcome` is a result over the limits.
     fn cuts(&self, outcome: &CallOutcome) -> bool {
-        matches!(outcome, CallOutcome::Completed(text) if cut::cut(text, &self.limits).is_some())
+        match outcome {
+            CallOutcome::Completed(text) => cut::cut(text, &self.limits).is_some(),
+            CallOutcome::Content(content) => parts::over(content, &self.limits),
+            _ => false,
+        }
     }
 
     /// `outcome` as the model sees it: a result over the limits is cut, with a notice
     /// saying where the whole is; the whole is kept in the result store.
     fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
-        let CallOutcome::Completed(text) = outcome else {
-            return outcome;
+        let id = results::result_id(self.run, call);
+        let text = match outcome {
+            CallOutcome::Completed(text) => text,
+            CallOutcome::Content(content) => {
+                let keeping = parts::Keeping {
+                    store: self.results.as_deref().map_err(|reason| &**reason),
+                    id: &id,
+                };
+                return CallOutcome::Content(parts::fit(content, &self.limits, &keeping));
+            }
+            other => return other,
         };
         let Some(cut) = cut::cut(&text, &self.limits) else {
             return CallOutcome::Completed(text);
         };
-        let id = results::result_id(self.run, call);
         let stored = match &self.results {
             Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
             Err(reason) => Err(reason.to_string()),

@@ -188,3 +188,81 @@ fn notice_bytes(bytes: usize) -> String {
         format!("{bytes} bytes")
     }
 }
+
+#[test]
+fn an_image_over_the_results_binary_limit_is_a_link_and_toolcell_result_writes_its_bytes() {
+    let plugins = plugin_dir(&[(
+        "chart.lua",
+        r#"clm.tool_register("chart", { invoke = function(args, ctx)
+            ctx:complete_content({
+              { type = "image", data = string.rep("a", 600), mime_type = "image/png" },
+              { type = "image", data = string.rep("b", 600), mime_type = "image/png" },
+            })
+        end })"#,
+    )]);
+    let work = temp_dir();
+    let results = temp_dir();
+    let config = work.path().join("config.toml");
+    write(
+        &config,
+        format!(
+            "[output]\nresults_dir = {:?}\nmax_binary_bytes = 1000\n",
+            results.path().display().to_string()
+        ),
+    );
+    let parts = temp_dir();
+    let output = run(toolcell()
+        .arg("call")
+        .arg("--config")
+        .arg(&config)
+        .arg("--parts-dir")
+        .arg(parts.path())
+        .arg("--plugins")
+        .arg(plugins.path())
+        .arg("chart"));
+    assert_eq!(output.code, Some(0), "{output}");
+    let lines: Vec<&str> = output.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{output}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "[image: image/png, 600 bytes] -> {}",
+            parts.path().join("part-1.png").display()
+        )
+    );
+    let id = lines[2]
+        .split("the whole output is result ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("the result was kept{output}"))
+        .to_string();
+    let file = results.path().join(format!("{id}-2.bin"));
+    assert_eq!(
+        lines[1],
+        format!(
+            "[resource link: image {id}-2 (600 bytes) file://{}]",
+            file.display()
+        )
+    );
+    let part = run(toolcell()
+        .arg("result")
+        .arg("--config")
+        .arg(&config)
+        .arg(format!("{id}-2")));
+    assert_eq!(part.code, Some(0), "{part}");
+    assert_eq!(
+        part.stdout,
+        "b".repeat(600),
+        "the part's bytes, as they were"
+    );
+    let whole = run(toolcell()
+        .arg("result")
+        .arg("--config")
+        .arg(&config)
+        .arg(&id));
+    assert_eq!(
+        whole.stdout,
+        format!("[image: image/png, 600 bytes]\n[image: image/png, 600 bytes] (result {id}-2)"),
+        "{whole}"
+    );
+}

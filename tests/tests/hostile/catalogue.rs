@@ -1007,6 +1007,50 @@ fn budgets() -> Vec<Attack> {
                 ),
             )
             .result_kept(500_000),
+        attack(Budgets, "parts_budget", "2.5 MiB of images, 20000 parts, 80 KiB of text parts")
+            // Two images fit the 1 MiB limit; each of the others is kept whole and linked.
+            .completes(
+                "many_images",
+                "{}",
+                &format!(
+                    "{}{}\n{}",
+                    "[image: image/png, 512 KiB]\n".repeat(2),
+                    (3..=5)
+                        .map(|part| format!(
+                            "[resource link: image {{result}}-{part} (512 KiB) \
+                             file://{{results}}/{{result}}-{part}.bin]"
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    cut_notice(
+                        "3 binary parts over the result's limit of 1 MiB are a link instead"
+                    )
+                ),
+            )
+            // Every part is a line the model reads: 2000 lines, 2000 parts.
+            .completes(
+                "many_parts",
+                "{}",
+                &format!(
+                    "{}{}",
+                    "\n".repeat(2000),
+                    cut_notice("left out the last 18000 of 20000 parts")
+                ),
+            )
+            .result_kept(19_999)
+            .completes(
+                "long_texts",
+                "{}",
+                &format!(
+                    "{}\n{}\n{}",
+                    "x".repeat(40 * 1024),
+                    "x".repeat(10 * 1024),
+                    cut_notice(
+                        "shown 2 of 2 lines, 51200 bytes (50 KiB) of 81920 bytes (80 KiB) of text"
+                    )
+                ),
+            )
+            .result_kept(2 * 40 * 1024 + 1),
         attack(Budgets, "description_flood", "three descriptions of 1 MiB of invalid UTF-8")
             .load_fails(&format!(
                 "plugin description_flood.lua failed to load: {OUT_OF_MEMORY}"
