@@ -241,6 +241,10 @@ impl SessionState {
                 )]));
             }
         };
+        // What the plugin logs is its words, as its output is.
+        if let Some(log) = &mut log {
+            log.envelop(call.envelope());
+        }
         let progress = context.meta.get_progress_token();
         let mut updates = call.progress();
         // The plugin's own reports replace the heartbeat from the first one on; the

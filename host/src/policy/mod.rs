@@ -39,7 +39,7 @@ pub use crate::config::permissions::{
 pub use approval::{
     Answer, Approvals, BoxFuture, EMBEDDER_PRIORITY, NO_PROMPT_PRIORITY, PRESETS_PRIORITY,
     PermissionHandler, PermissionPrompt, PermissionRequest, RULES_PRIORITY, Resolver,
-    ResolverError,
+    ResolverError, SHOWN_ARGUMENTS,
 };
 pub use interceptors::{
     After, Before, DEFAULT_INTERCEPTOR_TIMEOUT, InterceptedCall, Interceptor, InterceptorError,

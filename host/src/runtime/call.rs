@@ -157,8 +157,16 @@ impl Call {
 
     /// The progress the plugin reports while the call runs (`ctx:progress`), at most
     /// one update every 100 ms; each `progress()` reads them from the call's start.
+    /// When the plugin's output is untrusted, each message is inside the call's
+    /// envelope, as its output is.
     pub fn progress(&self) -> ProgressUpdates {
-        self.progress.updates()
+        self.progress.updates(self.envelope.clone())
+    }
+
+    /// The envelope the call's text goes in (its output, its progress messages, what
+    /// it logs), when its plugin's output is untrusted.
+    pub(crate) fn envelope(&self) -> Option<&Envelope> {
+        self.envelope.as_ref()
     }
 
     /// Whether the call's output, when it completes, is the JSON text of a structured

@@ -90,7 +90,7 @@ pub struct Runtime {
     envelope: Envelope,
     /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
     /// registration the host refused), with the reason: derived by `rebuild`.
-    unavailable: HashMap<String, String>,
+    unavailable: HashMap<String, Unavailable>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
     /// This run's id, which the ids of its stored results start with.
@@ -386,7 +386,10 @@ impl Runtime {
                         self.diagnostics.push(rejected.diagnostic.clone());
                         self.unavailable
                             .entry(rejected.name.clone())
-                            .or_insert_with(|| rejected.diagnostic.message.clone());
+                            .or_insert_with(|| Unavailable {
+                                reason: rejected.diagnostic.message.clone(),
+                                plugin: info.manifest.id.clone(),
+                            });
                     }
                 }
             }
@@ -461,12 +464,28 @@ impl Drop for Runtime {
     }
 }
 
+/// Why a tool cannot be called, and whose words the reason may quote.
+#[derive(Debug, Clone)]
+struct Unavailable {
+    /// The diagnostic that explains it (a load error may quote the plugin).
+    reason: String,
+    /// The id of the plugin that offered the tool.
+    plugin: String,
+}
+
 /// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
 /// found for a name stays).
-fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &PluginEntry, reason: &str) {
+fn mark_unavailable(
+    unavailable: &mut HashMap<String, Unavailable>,
+    plugin: &PluginEntry,
+    reason: &str,
+) {
     for name in plugin.tool_names() {
         unavailable
             .entry(name.to_string())
-            .or_insert_with(|| reason.to_string());
+            .or_insert_with(|| Unavailable {
+                reason: reason.to_string(),
+                plugin: plugin.file.id.clone(),
+            });
     }
 }

@@ -421,7 +421,7 @@ impl Session {
                         name: tool.to_string(),
                         suggestions: super::error::closest(tool, shown.into_iter()),
                     },
-                    None => runtime.not_found(tool, shown.into_iter()),
+                    None => runtime.not_found(tool, shown.into_iter(), &self.state.envelope),
                 })
             }
         }

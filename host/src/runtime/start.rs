@@ -86,6 +86,7 @@ impl Runtime {
                         .iter()
                         .map(|listing| listing.name.as_str())
                         .chain(hidden.map(|info| info.name.as_str())),
+                    &self.envelope,
                 )
             })?;
         let approvals = options.approvals.as_ref().unwrap_or(&self.policy.approvals);
@@ -100,16 +101,18 @@ impl Runtime {
     }
 
     /// Why `name` found no tool: unavailable (a plugin that did not load would offer
-    /// it), or unknown, with the closest of `candidates`.
+    /// it; the reason, which may quote the plugin, in `envelope` when its output is
+    /// untrusted), or unknown, with the closest of `candidates`.
     pub(super) fn not_found<'a>(
         &self,
         name: &str,
         candidates: impl Iterator<Item = &'a str>,
+        envelope: &Envelope,
     ) -> InvokeError {
         match self.unavailable.get(name) {
-            Some(reason) => InvokeError::Unavailable {
+            Some(unavailable) => InvokeError::Unavailable {
                 name: name.to_string(),
-                reason: reason.clone(),
+                reason: self.plugin_text(&unavailable.plugin, envelope, &unavailable.reason),
             },
             None => InvokeError::UnknownTool {
                 name: name.to_string(),
@@ -138,9 +141,10 @@ impl Runtime {
             Ok(args) => args,
             Err(message) => {
                 gate.meter.invalid_arguments();
+                // What is wrong may quote the tool's schema: the plugin's words.
                 return Err(InvokeError::InvalidArguments {
                     tool: name.to_string(),
-                    message,
+                    message: self.plugin_text(&info.plugin, envelope, &message),
                 });
             }
         };
@@ -215,6 +219,16 @@ impl Runtime {
             envelope,
             structured: None,
         })
+    }
+
+    /// `text`, which plugin `plugin` may have written, as the model gets it: inside
+    /// `envelope` when the plugin's output is untrusted.
+    fn plugin_text(&self, plugin: &str, envelope: &Envelope, text: &str) -> String {
+        if self.untrusted.envelops(plugin) {
+            envelope.wrap(text)
+        } else {
+            text.to_string()
+        }
     }
 
     /// An id for a call not made yet ([`CallOptions::id`]): unique within the runtime.
