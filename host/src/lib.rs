@@ -51,8 +51,9 @@ pub use output::progress::{BadProgress, Progress, ProgressUpdates};
 pub use policy::plugin_info::PluginInfo;
 pub use runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use runtime::{
-    BuildError, Call, CallOptions, DEFAULT_SEARCH_LIMIT, InvokeError, ListedTool, MAX_SEARCH_LIMIT,
-    PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, SEARCH_TOOLS, Scope, Session, ToolInfo,
+    Arguments, BuildError, Call, CallOptions, DEFAULT_SEARCH_LIMIT, InvokeError, ListedTool,
+    MAX_SEARCH_LIMIT, PluginUpdate, ReservedCallId, Runtime, RuntimeBuilder, SEARCH_TOOLS, Scope,
+    Session, ToolInfo,
 };
 pub use sandbox::MemoryUse;
 pub use services::ask::{Question, QuestionHandler, Reply};

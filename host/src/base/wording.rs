@@ -1,5 +1,6 @@
 //! How messages name things: paths and JSON values, worded the same everywhere.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use serde_json::Value;
@@ -20,5 +21,39 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// `text` safe to print to a terminal: every control character but newline and tab
+/// written as an escape (`\u{1b}`, `\r`), as `ls` and `git` show names, so that text a
+/// plugin wrote (a description, an error, its output) cannot move the cursor, clear the
+/// screen or set the clipboard. Borrowed when there is nothing to escape.
+pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            safe.extend(c.escape_debug());
+        } else {
+            safe.push(c);
+        }
+    }
+    Cow::Owned(safe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_but_newline_and_tab_are_escaped_for_a_terminal() {
+        assert!(matches!(terminal_safe("plain\ttext\n"), Cow::Borrowed(_)));
+        assert_eq!(
+            terminal_safe("a\u{1b}[2Jb\rc\u{7}\u{9b}d\u{7f}\né"),
+            "a\\u{1b}[2Jb\\rc\\u{7}\\u{9b}d\\u{7f}\né"
+        );
     }
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::{OutputArgs, PluginArgs, ScopeArgs, prompt, usage_error};
+use super::{OutputArgs, PluginArgs, ScopeArgs, output_for_stdout, prompt, usage_error};
 use crate::base::atomic_file::{Readers, write_atomically};
+use crate::base::wording::terminal_safe;
 use crate::output::content::{ContentPart, ResourceContents};
 use crate::policy::{Answer, Approvals};
 use crate::{CallOptions, Progress};
@@ -81,14 +82,14 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CallArgs) -> ExitCod
             approvals,
             ..CallOptions::default()
         };
-        tools.call_with(&args.tool, &args.args, options)
+        tools.call_with(&args.tool, args.args.as_str(), options)
     } else {
         let options = CallOptions {
             approvals,
             ..CallOptions::default()
         };
         match args.scope.session(&tools) {
-            Ok(session) => session.call_with(&tools, &args.tool, &args.args, options),
+            Ok(session) => session.call_with(&tools, &args.tool, args.args.as_str(), options),
             Err(message) => return usage_error(&message),
         }
     };
@@ -120,7 +121,7 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CallArgs) -> ExitCod
                 return ExitCode::FAILURE;
             }
         },
-        None => println!("{}", outcome.to_model_text()),
+        None => println!("{}", output_for_stdout(&outcome.to_model_text())),
     }
     if outcome.is_completed() {
         ExitCode::SUCCESS
@@ -134,7 +135,8 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CallArgs) -> ExitCod
 fn print_parts(parts: &[ContentPart], dir: Option<&Path>) -> Result<(), String> {
     let mut dir = dir.map(Path::to_path_buf);
     for (index, part) in parts.iter().enumerate() {
-        let line = part.text_view();
+        let text = part.text_view();
+        let line = output_for_stdout(&text);
         let Some((bytes, mime_type)) = binary(part) else {
             println!("{line}");
             continue;
@@ -199,14 +201,14 @@ fn extension(mime_type: &str) -> String {
     }
 }
 
-/// `progress: DONE[/TOTAL][: MESSAGE]`.
+/// `progress: DONE[/TOTAL][: MESSAGE]`, the plugin's message safe for a terminal.
 fn progress_line(progress: &Progress) -> String {
     let mut line = format!("progress: {}", progress.done);
     if let Some(total) = progress.total {
         line.push_str(&format!("/{total}"));
     }
     if let Some(message) = &progress.message {
-        line.push_str(&format!(": {message}"));
+        line.push_str(&format!(": {}", terminal_safe(message)));
     }
     line
 }

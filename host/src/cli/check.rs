@@ -7,6 +7,7 @@ use clap::Args;
 
 use super::{PluginArgs, usage_error};
 use crate::Severity;
+use crate::base::wording::terminal_safe;
 
 #[derive(Args)]
 pub(super) struct CheckArgs {
@@ -36,7 +37,7 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: CheckArgs) -> ExitCo
             "{}[{}] {}",
             diagnostic.severity.as_str(),
             diagnostic.kind.code(),
-            diagnostic.message
+            terminal_safe(&diagnostic.message)
         );
     }
     let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{environment, usage_error};
 use crate::artifact::manifest::Manifest;
 use crate::artifact::wit_version::WIT_VERSION;
+use crate::base::wording::terminal_safe;
 use crate::distribution::inspect::{self, Report};
 use crate::engine::Options;
 
@@ -37,7 +38,8 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: InspectArgs) -> Exit
             Err(error) => return usage_error(&format!("cannot encode the report: {error}")),
         }
     } else {
-        print!("{}", as_text(&report));
+        // The manifest's words are the plugin author's.
+        print!("{}", terminal_safe(&as_text(&report)));
     }
     ExitCode::SUCCESS
 }

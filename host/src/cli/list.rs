@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::{PluginArgs, ScopeArgs, usage_error};
+use crate::base::wording::terminal_safe;
 use crate::tool::schema::{self, Format};
 use crate::tool::strict_schema as strict;
 use crate::{ListedTool, ToolInfo};
@@ -76,7 +77,7 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ListArgs) -> ExitCod
             match strict::openai_function(tool) {
                 Ok(function) => functions.push(function),
                 Err(refusal) => {
-                    eprintln!("error: {refusal}");
+                    eprintln!("error: {}", terminal_safe(&refusal.to_string()));
                     code = ExitCode::FAILURE;
                 }
             }
@@ -104,11 +105,7 @@ fn table(listed: &[ListedTool], hidden: &[ListedTool]) -> String {
                 tool.name.clone(),
                 tool.tool.plugin.clone(),
                 flags(tool),
-                tool.description
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
+                terminal_safe(tool.description.lines().next().unwrap_or_default()).into_owned(),
             ]
         })
         .collect();

@@ -19,6 +19,7 @@ pub mod scaffold;
 mod serve;
 mod sign;
 
+use std::borrow::Cow;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::artifact::integrity::Pins;
 use crate::base::atomic_file::{Readers, write_atomically};
+use crate::base::wording::terminal_safe;
 use crate::config::{Config, HttpSection};
 use crate::engine::Options;
 use crate::output::envelope::UntrustedOutput;
@@ -338,8 +340,19 @@ fn init_logging(verbose: u8, quiet: bool) {
         .try_init();
 }
 
-/// Prints a usage error and returns its exit code.
+/// A plugin's output as `call` and `result` print it: its bytes when piped; on a
+/// terminal, its control characters escaped, so that it cannot drive the terminal.
+fn output_for_stdout(text: &str) -> Cow<'_, str> {
+    if std::io::stdout().is_terminal() {
+        terminal_safe(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Prints a usage error and returns its exit code. The message may quote a plugin
+/// (why its tool is unavailable, its schema): its control characters are escaped.
 fn usage_error(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", terminal_safe(message));
     ExitCode::from(USAGE)
 }

@@ -6,11 +6,9 @@ use std::io::{BufRead, Write};
 
 use serde_json::{Map, Value};
 
+use crate::base::wording::terminal_safe;
 use crate::policy::{Answer, PermissionPrompt};
 use crate::{Question, Reply};
-
-/// The most of the arguments the question shows.
-const SHOWN_ARGUMENTS: usize = 500;
 
 /// Asks whether the call of `prompt` may run.
 pub(super) async fn on_terminal(prompt: PermissionPrompt) -> Answer {
@@ -23,22 +21,15 @@ pub(super) async fn on_terminal(prompt: PermissionPrompt) -> Answer {
 /// The call in one line: the tool, what its plugin may do, the arguments.
 fn describe(prompt: &PermissionPrompt) -> String {
     let grants = &prompt.plugin.grants;
-    let mut arguments = prompt.arguments.to_string();
-    if arguments.len() > SHOWN_ARGUMENTS {
-        let mut end = SHOWN_ARGUMENTS;
-        while !arguments.is_char_boundary(end) {
-            end -= 1;
-        }
-        arguments.truncate(end);
-        arguments.push_str("...");
-    }
-    format!(
-        "toolcell: tool '{}' of plugin '{}' (files: {}, HTTP: {}) asks to run with {arguments}",
+    let question = format!(
+        "toolcell: tool '{}' of plugin '{}' (files: {}, HTTP: {}) asks to run with {}",
         prompt.tool.name,
         prompt.plugin.manifest.id,
         grants.files(),
         if grants.may_use_http() { "yes" } else { "no" },
-    )
+        prompt.shown_arguments(),
+    );
+    terminal_safe(&question).into_owned()
 }
 
 /// Asks until the answer is one of the choices; the end of input denies.
@@ -93,11 +84,14 @@ pub(super) async fn question_on_terminal(question: Question) -> Reply {
 
 /// Reads the answer to `question` from `input`, asking on `output`.
 fn answer_form(question: &Question, input: &mut impl BufRead, output: &mut impl Write) -> Reply {
+    // The message, the field names, titles and choices are the plugin's words.
     let _ = writeln!(
         output,
         "toolcell: tool '{}' of plugin '{}' asks: {}\n(an empty line takes the default; \
          !decline declines; end of input cancels)",
-        question.tool, question.plugin, question.message
+        question.tool,
+        question.plugin,
+        terminal_safe(&question.message)
     );
     let required: Vec<&str> = (question.schema.get("required"))
         .and_then(Value::as_array)
@@ -111,7 +105,11 @@ fn answer_form(question: &Question, input: &mut impl BufRead, output: &mut impl 
     for (name, field) in fields {
         let is_required = required.contains(&name.as_str());
         loop {
-            let _ = write!(output, "{}: ", field_prompt(name, field, is_required));
+            let _ = write!(
+                output,
+                "{}: ",
+                terminal_safe(&field_prompt(name, field, is_required))
+            );
             let _ = output.flush();
             let Some(line) = read_line(input) else {
                 return Reply::Cancelled;
@@ -126,10 +124,10 @@ fn answer_form(question: &Question, input: &mut impl BufRead, output: &mut impl 
                 }
                 Ok(None) if !is_required => break,
                 Ok(None) => {
-                    let _ = writeln!(output, "{name} is required");
+                    let _ = writeln!(output, "{} is required", terminal_safe(name));
                 }
                 Err(problem) => {
-                    let _ = writeln!(output, "{problem}");
+                    let _ = writeln!(output, "{}", terminal_safe(&problem));
                 }
             }
         }

@@ -11,6 +11,7 @@ use clap::Args;
 
 use super::{USAGE, default_plugin_dir, usage_error};
 use crate::artifact::signature::{PublicKey, TrustPolicy};
+use crate::base::wording::terminal_safe;
 use crate::config::Config;
 use crate::distribution::{
     self, ArtifactRef, DEFAULT_MAX_ARTIFACT_BYTES, DistributionError, Installed, Installer,
@@ -203,7 +204,8 @@ fn parse_reference(text: &str) -> Result<ArtifactRef, ExitCode> {
 
 fn report(done: &str, plugin: &Installed) {
     for warning in &plugin.warnings {
-        eprintln!("warning: {}: {warning}", plugin.id);
+        // A warning may quote the artifact's manifest.
+        eprintln!("warning: {}: {}", plugin.id, terminal_safe(warning));
     }
     println!(
         "{done} {} {} from {} to {}, {}",
@@ -222,9 +224,10 @@ fn signed_by(signer: Option<PublicKey>) -> String {
     }
 }
 
-/// Prints the error; usage errors exit 2, everything else 1.
+/// Prints the error (which may quote a registry or a manifest); usage errors exit 2,
+/// everything else 1.
 fn failure(error: &DistributionError) -> ExitCode {
-    eprintln!("error: {error}");
+    eprintln!("error: {}", terminal_safe(&error.to_string()));
     match error {
         DistributionError::Reference { .. }
         | DistributionError::NotAPlugin(_)

@@ -1,13 +1,15 @@
 //! `toolcell result`: print the whole output of a result the model saw cut, or the bytes
 //! of a part it got as a link.
 
-use std::io::Write;
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use super::{environment, usage_error};
+use crate::base::wording::terminal_safe;
 use crate::config::Config;
 use crate::output::results::ResultError;
 
@@ -40,7 +42,18 @@ pub(super) fn run(args: ResultArgs) -> ExitCode {
     match store.get_bytes(&args.id) {
         Ok(data) => {
             let mut stdout = std::io::stdout().lock();
-            match stdout.write_all(&data).and_then(|()| stdout.flush()) {
+            // On a terminal, the plugin's control characters are escaped; piped, its
+            // bytes are kept.
+            let shown: Cow<'_, [u8]> = if stdout.is_terminal() {
+                Cow::Owned(
+                    terminal_safe(&String::from_utf8_lossy(&data))
+                        .into_owned()
+                        .into_bytes(),
+                )
+            } else {
+                Cow::Borrowed(&data)
+            };
+            match stdout.write_all(&shown).and_then(|()| stdout.flush()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     eprintln!("error: {error}");

@@ -94,7 +94,8 @@ impl PermissionHandler for Elicitor {
     }
 }
 
-/// What the user reads: the tool, what its plugin may do, the arguments.
+/// What the user reads: the tool, what its plugin may do, the arguments (cut as the
+/// terminal's question cuts them).
 fn message(prompt: &PermissionPrompt) -> String {
     let grants = &prompt.plugin.grants;
     format!(
@@ -103,7 +104,7 @@ fn message(prompt: &PermissionPrompt) -> String {
         prompt.plugin.manifest.id,
         grants.files(),
         if grants.may_use_http() { "yes" } else { "no" },
-        prompt.arguments
+        prompt.shown_arguments()
     )
 }
 

@@ -8,7 +8,8 @@
 //! session may send [`RATE`] lines a second, [`BURST`] at once; what goes over is
 //! dropped and counted in one `warning` line when the call ends. A line longer than
 //! [`MESSAGE_BYTES`] is cut. Lines written while a plugin loads belong to no call and
-//! go to the debug log only.
+//! go to the debug log only. When the plugin's output is untrusted, each line's
+//! `message` is inside the call's envelope, as its output is.
 //!
 //! The [`LogRouter`] is the runtime's log listener: it finds the call's [`CallLog`]
 //! and queues the line there; the handler of the `tools/call` request sends what is
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 
 use crate::LogListener;
 use crate::base::limits::prefix_within;
+use crate::output::envelope::Envelope;
 
 /// Lines a session may be sent per second, on average.
 pub const RATE: f64 = 100.0;
@@ -84,6 +86,7 @@ impl LogRouter {
             call,
             receiver,
             dropped,
+            envelope: None,
         }
     }
 
@@ -126,12 +129,35 @@ pub struct CallLog {
     call: u64,
     receiver: mpsc::UnboundedReceiver<LoggingMessageNotificationParam>,
     dropped: Arc<AtomicU64>,
+    /// The call's envelope, when its plugin's output is untrusted.
+    envelope: Option<Envelope>,
 }
 
 impl CallLog {
+    /// Puts each line's message inside `envelope` from now on, queued lines included:
+    /// set once the call (which knows whether its plugin is trusted) has started.
+    pub fn envelop(&mut self, envelope: Option<&Envelope>) {
+        self.envelope = envelope.cloned();
+    }
+
     /// The next line (waits for one).
     pub async fn next(&mut self) -> Option<LoggingMessageNotificationParam> {
-        self.receiver.recv().await
+        let line = self.receiver.recv().await?;
+        Some(self.delivered(line))
+    }
+
+    /// `line` as the client gets it: its message in the envelope, if any.
+    fn delivered(
+        &self,
+        mut line: LoggingMessageNotificationParam,
+    ) -> LoggingMessageNotificationParam {
+        if let Some(envelope) = &self.envelope
+            && let Some(message) = line.data.get_mut("message")
+            && let Some(text) = message.as_str()
+        {
+            *message = json!(envelope.wrap(text));
+        }
+        line
     }
 
     /// The lines queued and not taken yet, and, if the rate dropped some, a line
@@ -139,7 +165,7 @@ impl CallLog {
     pub fn rest(&mut self) -> Vec<LoggingMessageNotificationParam> {
         let mut rest = Vec::new();
         while let Ok(line) = self.receiver.try_recv() {
-            rest.push(line);
+            rest.push(self.delivered(line));
         }
         let dropped = self.dropped.swap(0, Ordering::Relaxed);
         if dropped > 0 {
@@ -243,6 +269,28 @@ mod tests {
         );
         drop(log);
         assert!(router.lock().is_empty(), "the call is forgotten");
+    }
+
+    #[tokio::test]
+    async fn an_untrusted_plugins_lines_come_inside_the_envelope() {
+        let router = Arc::new(LogRouter::default());
+        let mut log = listening(&router, LoggingLevel::Info);
+        let envelope = Envelope::fresh();
+        let tag = envelope.tag().to_string();
+        // Logged before the call's envelope is known, and after.
+        router.log("p", Some(7), &format!("early</{tag}>"));
+        log.envelop(Some(&envelope));
+        router.log("p", Some(7), "warning: late <b>");
+        let first = log.next().await.expect("a line");
+        assert_eq!(
+            first.data,
+            json!({ "tool": "t", "call": 7, "message": format!("<{tag}>early&lt;/{tag}></{tag}>") })
+        );
+        let rest = log.rest();
+        assert_eq!(
+            rest[0].data["message"],
+            json!(format!("<{tag}>late &lt;b></{tag}>"))
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
     ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
@@ -199,12 +199,13 @@ impl SessionState {
                 None,
             ));
         }
-        let args = serde_json::to_string(&request.arguments.unwrap_or_default())
-            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        // As rmcp parsed them: the runtime checks the value and gives the plugin its
+        // text, without parsing them again.
+        let args = request.arguments.unwrap_or_default();
         // The session's own tool: the name is kept for it whenever tools may be
         // deferred, so no plugin's tool answers to it then.
         if request.name == SEARCH_TOOLS && self.shared.runtime().offers_tool_search() {
-            return self.search(&args, &context).await;
+            return self.search(args, &context).await;
         }
         let approvals = self.approvals.get_or_init(|| {
             Arc::new(
@@ -226,7 +227,7 @@ impl SessionState {
                 refuse_hidden: true,
                 approvals: Some(approvals.clone()),
             };
-            let started = self.view.call_with(&runtime, &request.name, &args, options);
+            let started = self.view.call_with(&runtime, &request.name, args, options);
             (log, started)
         };
         let mut call = match started {
@@ -240,8 +241,11 @@ impl SessionState {
                 )]));
             }
         };
+        // What the plugin logs is its words, as its output is.
+        if let Some(log) = &mut log {
+            log.envelop(call.envelope());
+        }
         let progress = context.meta.get_progress_token();
-        let structured = call.is_structured();
         let mut updates = call.progress();
         // The plugin's own reports replace the heartbeat from the first one on; the
         // updates end with the call.
@@ -290,11 +294,7 @@ impl SessionState {
             }
         }
         // A structured result cut to the output limits is no longer JSON: text only.
-        if structured
-            && let Some(value) = outcome
-                .output()
-                .and_then(|output| serde_json::from_str(output).ok())
-        {
+        if let Some(value) = call.structured() {
             return Ok(CallToolResult::structured(value));
         }
         Ok(super::content::result(&outcome))
@@ -304,7 +304,7 @@ impl SessionState {
     /// client is told its list changed.
     async fn search(
         &self,
-        args: &str,
+        args: JsonObject,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let before = self.view.found_tools().len();

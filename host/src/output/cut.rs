@@ -17,6 +17,9 @@ pub const DEFAULT_MAX_BYTES: usize = 50 * 1024;
 pub const DEFAULT_MAX_BINARY_BYTES: usize = 1024 * 1024;
 /// The default longest tool description the model sees, in bytes.
 pub const DEFAULT_MAX_DESCRIPTION_BYTES: usize = 4096;
+/// The longest tool title the model (and an MCP client's user) sees, in bytes: a title
+/// is a display name, and `tools/list` carries it twice.
+pub const MAX_TITLE_BYTES: usize = 256;
 
 /// How much of one tool's result the model sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::base::limits::prefix_within;
 use crate::config::grants::Grants;
 use crate::config::permissions::Decision;
 use crate::policy::plugin_info::PluginInfo;
@@ -84,6 +85,27 @@ pub struct PermissionPrompt {
     pub plugin: Arc<PluginInfo>,
     /// The arguments, as validated against the tool's schema.
     pub arguments: serde_json::Value,
+}
+
+/// The most of a call's arguments a question about it shows, in bytes: enough to judge
+/// the call, and never a flood (the terminal's and the MCP client's question alike).
+pub const SHOWN_ARGUMENTS: usize = 500;
+
+impl PermissionPrompt {
+    /// The arguments as a question shows them: their JSON text, cut after
+    /// [`SHOWN_ARGUMENTS`] bytes (at a character boundary) with `...`.
+    pub fn shown_arguments(&self) -> String {
+        shown(&self.arguments)
+    }
+}
+
+/// `arguments`' JSON text, cut after [`SHOWN_ARGUMENTS`] bytes with `...`.
+fn shown(arguments: &serde_json::Value) -> String {
+    let text = arguments.to_string();
+    if text.len() <= SHOWN_ARGUMENTS {
+        return text;
+    }
+    format!("{}...", prefix_within(&text, SHOWN_ARGUMENTS))
 }
 
 /// An answer to a [`PermissionPrompt`].
@@ -360,5 +382,20 @@ impl Chain {
             }
         }
         verdicts.default.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_question_shows_at_most_500_bytes_of_the_arguments() {
+        assert_eq!(shown(&json!({"path": "a.txt"})), r#"{"path":"a.txt"}"#);
+        // `{"s":"` is 6 bytes; then 2-byte characters, cut at a character boundary.
+        let text = shown(&json!({ "s": "é".repeat(1_000_000) }));
+        assert_eq!(text.len(), 6 + 494 + 3, "{}", text.len());
+        assert!(text.ends_with("é..."));
     }
 }

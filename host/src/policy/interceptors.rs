@@ -236,12 +236,14 @@ impl ToolInterceptors {
     }
 
     /// Runs the `before` interceptors over `call`; `check` validates replaced
-    /// arguments. Leaves the arguments to run with in `call`.
+    /// arguments and gives their text. Leaves the arguments to run with in `call`, and
+    /// returns their text when an interceptor replaced them.
     pub async fn before(
         &self,
         call: &mut InterceptedCall,
-        check: impl Fn(&serde_json::Value) -> Result<(), String>,
-    ) -> Result<(), Stop> {
+        check: impl Fn(&serde_json::Value) -> Result<String, String>,
+    ) -> Result<Option<String>, Stop> {
+        let mut replaced = None;
         for registered in &self.before {
             let Hook::Before(run) = &registered.hook else {
                 continue;
@@ -251,17 +253,18 @@ impl ToolInterceptors {
                 Before::Continue => {}
                 Before::Refuse(reason) => return Err(Stop::Refused(reason)),
                 Before::Replace(arguments) => {
-                    check(&arguments).map_err(|problems| {
+                    let text = check(&arguments).map_err(|problems| {
                         Stop::Invalid(format!(
                             "interceptor '{}' replaced the arguments with invalid ones: {problems}",
                             registered.name
                         ))
                     })?;
                     call.arguments = arguments;
+                    replaced = Some(text);
                 }
             }
         }
-        Ok(())
+        Ok(replaced)
     }
 
     /// Runs the `after` interceptors over `outcome`; an interceptor that fails

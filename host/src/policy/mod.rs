@@ -20,9 +20,8 @@ mod interceptors;
 pub(crate) mod plugin_info;
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::output::outcome::CallOutcome;
@@ -40,7 +39,7 @@ pub use crate::config::permissions::{
 pub use approval::{
     Answer, Approvals, BoxFuture, EMBEDDER_PRIORITY, NO_PROMPT_PRIORITY, PRESETS_PRIORITY,
     PermissionHandler, PermissionPrompt, PermissionRequest, RULES_PRIORITY, Resolver,
-    ResolverError,
+    ResolverError, SHOWN_ARGUMENTS,
 };
 pub use interceptors::{
     After, Before, DEFAULT_INTERCEPTOR_TIMEOUT, InterceptedCall, Interceptor, InterceptorError,
@@ -160,9 +159,13 @@ impl Cancellation {
         self.token.cancel();
     }
 
+    /// Why the call was cancelled ("cancelled" when no reason was given).
+    fn reason(&self) -> &str {
+        self.reason.get().map_or("cancelled", String::as_str)
+    }
+
     fn outcome(&self) -> CallOutcome {
-        let reason = self.reason.get().map_or("cancelled", String::as_str);
-        CallOutcome::Cancelled(format!("cancelled: {reason}"))
+        CallOutcome::Cancelled(format!("cancelled: {}", self.reason()))
     }
 
     /// `work`, unless the call is cancelled first.
@@ -175,25 +178,8 @@ impl Cancellation {
     }
 }
 
-/// How a call ended, for its caller and the statistics.
-pub(crate) struct Finished {
-    pub outcome: CallOutcome,
-    /// How long it ran in its plugin, if it got there.
-    pub ran: Option<Duration>,
-    pub fuel: u64,
-}
-
-impl Finished {
-    fn before_running(outcome: CallOutcome) -> Finished {
-        Finished {
-            outcome,
-            ran: None,
-            fuel: 0,
-        }
-    }
-}
-
-/// Checks arguments against the tool's schema and limits: their text, or what is wrong.
+/// Checks arguments an interceptor gave against the tool's schema and limits: their
+/// text, or what is wrong.
 pub(crate) type ArgumentCheck = dyn Fn(&serde_json::Value) -> Result<String, String> + Send + Sync;
 
 /// A call whose tool is not open: everything it needs to go through the policy.
@@ -204,7 +190,7 @@ pub(crate) struct Gated {
     pub policy: Arc<Policy>,
     pub approvals: Arc<Approvals>,
     pub handle: PluginHandle,
-    /// The arguments, as text and parsed.
+    /// The arguments, as text and parsed (once, by the runtime).
     pub args: String,
     pub arguments: serde_json::Value,
     /// Checks arguments an interceptor replaced.
@@ -218,15 +204,15 @@ pub(crate) struct Gated {
 
 impl Gated {
     /// Approval, `before`, caps, the plugin, `after`.
-    pub async fn run(self) -> Finished {
+    pub async fn run(self) -> Ended {
         let name = self.tool.name.clone();
         let decision = match self.decide().await {
             Ok(decision) => decision,
-            Err(cancelled) => return Finished::before_running(cancelled),
+            Err(cancelled) => return Ended::before_running(cancelled),
         };
         if let Decision::Deny(reason) = decision {
             tracing::info!("tool '{name}' was denied: {reason}");
-            return Finished::before_running(CallOutcome::Denied(format!(
+            return Ended::before_running(CallOutcome::Denied(format!(
                 "tool '{name}' was denied: {reason}"
             )));
         }
@@ -237,61 +223,51 @@ impl Gated {
             arguments: self.arguments,
         };
         let interceptors = &self.gate.interceptors;
-        let check = |arguments: &serde_json::Value| (self.check)(arguments).map(drop);
-        let mut args = self.args;
-        match self
+        let args = match self
             .cancel
-            .unless_cancelled(interceptors.before(&mut call, check))
+            .unless_cancelled(interceptors.before(&mut call, &self.check))
             .await
         {
-            Err(cancelled) => return Finished::before_running(cancelled),
+            Err(cancelled) => return Ended::before_running(cancelled),
             Ok(Err(Stop::Refused(reason))) => {
-                return Finished::before_running(CallOutcome::Refused(format!(
+                return Ended::before_running(CallOutcome::Refused(format!(
                     "tool '{name}' was refused: {reason}"
                 )));
             }
             Ok(Err(Stop::Invalid(message))) => {
-                return Finished::before_running(CallOutcome::InvalidArguments(message));
+                return Ended::before_running(CallOutcome::InvalidArguments(message));
             }
-            Ok(Ok(())) => {}
-        }
-        if let Ok(replaced) = (self.check)(&call.arguments) {
-            args = replaced;
-        }
+            Ok(Ok(replaced)) => replaced.unwrap_or(self.args),
+        };
         let permits = match self
             .cancel
             .unless_cancelled(caps::acquire(&self.gate.caps))
             .await
         {
             Ok(permits) => permits,
-            Err(cancelled) => return Finished::before_running(cancelled),
+            Err(cancelled) => return Ended::before_running(cancelled),
         };
-        let started = Instant::now();
-        let running = Running {
-            outcome: self.handle.start(
-                self.id,
-                &name,
-                args,
-                self.tool.timeout,
-                self.progress,
-                self.questions,
-            ),
-            handle: &self.handle,
-            id: self.id,
-            finished: false,
+        let mut leg = self.handle.start(
+            self.id,
+            &name,
+            args,
+            self.tool.timeout,
+            self.progress,
+            self.questions,
+        );
+        let ended = tokio::select! {
+            ended = &mut leg => ended,
+            () = self.cancel.token.cancelled() => {
+                leg.cancel(self.cancel.reason());
+                leg.await
+            }
         };
-        let ended = running.wait(&self.cancel).await;
         drop(permits);
-        let ran = started.elapsed();
         let outcome = match interceptors.after(&call, ended.outcome).await {
             Ok(outcome) => outcome,
             Err(reason) => CallOutcome::Refused(format!("tool '{name}' was refused: {reason}")),
         };
-        Finished {
-            outcome,
-            ran: Some(ran),
-            fuel: ended.fuel_used,
-        }
+        Ended { outcome, ..ended }
     }
 
     /// The chain's decision, and the session's answer when it says `ask`.
@@ -319,45 +295,5 @@ impl Gated {
         self.cancel
             .unless_cancelled(self.approvals.ask(&self.gate.path, prompt))
             .await
-    }
-}
-
-/// A call started in its plugin; dropped before its outcome arrives, it cancels the
-/// call there.
-struct Running<'a> {
-    outcome: oneshot::Receiver<Ended>,
-    handle: &'a PluginHandle,
-    id: u64,
-    finished: bool,
-}
-
-impl Running<'_> {
-    /// The plugin's answer; a cancellation meanwhile cancels the call in the plugin,
-    /// which answers it as cancelled.
-    async fn wait(mut self, cancel: &Cancellation) -> Ended {
-        let received = tokio::select! {
-            received = &mut self.outcome => received,
-            () = cancel.token.cancelled() => {
-                let reason = cancel.reason.get().map_or("cancelled", String::as_str);
-                self.handle.cancel(self.id, reason);
-                (&mut self.outcome).await
-            }
-        };
-        let ended = received.unwrap_or_else(|_| {
-            Ended::before_running(CallOutcome::Stopped(format!(
-                "plugin '{}' stopped",
-                self.handle.name()
-            )))
-        });
-        self.finished = true;
-        ended
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        if !self.finished {
-            self.handle.cancel(self.id, "the caller stopped waiting");
-        }
     }
 }

@@ -97,7 +97,7 @@ pub enum DiagnosticKind {
     AliasAmbiguous,
     /// A permission rule or preset member matches no loaded tool.
     RuleUnmatched,
-    /// A tool's description is longer than the model is shown; it was cut.
+    /// A tool's description or title is longer than the model is shown; it was cut.
     DescriptionCut,
     /// The manifest has keys toolcell does not know; they were ignored.
     ManifestUnknownKey,

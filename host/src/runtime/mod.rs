@@ -11,12 +11,16 @@
 //! ```
 //!
 //! `builder` configures and loads; `loader` admits, grants and instantiates one file;
-//! `plugin` checks what a load produced; this module keeps the registry and makes calls.
+//! `plugin` checks what a load produced; this module keeps the registry; `start`
+//! starts calls, `call` is a call in flight, `error` why a call could not be made.
 
 pub(crate) mod admission;
+mod arguments;
 mod builder;
+mod call;
 mod dependencies;
 pub(crate) mod diagnostic;
+mod error;
 mod loader;
 mod offered;
 mod plugin;
@@ -25,122 +29,38 @@ mod registry;
 pub mod reload;
 mod search;
 mod session;
+mod start;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
-use std::time::Instant;
+use std::sync::atomic::AtomicU64;
 
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tracing::Instrument;
-
-use crate::base::wording::json_kind;
-use crate::output::cut::{self, Kept, OutputLimits};
 use crate::output::envelope::{Envelope, OutputPolicy};
-use crate::output::outcome::CallOutcome;
-use crate::output::parts;
-use crate::output::progress::{self, ProgressReceiver, ProgressUpdates};
-use crate::output::results::{self, ResultError, ResultStore};
-use crate::output::stats::{PluginStats, Stats, ToolMeter};
+use crate::output::results::{ResultError, ResultStore};
+use crate::output::stats::{PluginStats, Stats};
 use crate::policy::plugin_info::PluginInfo;
-use crate::policy::{Approvals, Cancellation, Finished, Gate, Gated, Policy};
+use crate::policy::{Approvals, Gate, Policy};
 use crate::runtime::admission::Refusal;
-use crate::sandbox::{Ended, MemoryUse, PluginHandle};
-use crate::services::ask::{Questions, Route};
-use crate::tool::strict_schema::drop_optional_nulls;
-use crate::tool::validation::SchemaValidator;
+use crate::sandbox::MemoryUse;
 
 use crate::runtime::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 pub use crate::tool::info::{ListedTool, ToolInfo};
 use crate::tool::names::ToolNames;
+pub use arguments::Arguments;
 pub use builder::{BuildError, RuntimeBuilder};
+pub use call::Call;
+pub use error::InvokeError;
 pub use plugin::PluginUpdate;
 pub use search::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SEARCH_TOOLS};
 pub use session::{Scope, Session};
+pub use start::{CallOptions, ReservedCallId};
 
+use error::{closest, did_you_mean};
 use loader::Loader;
 use plugin::{FileIds, PluginDirs, PluginEntry, ToolEntry};
 use registry::{Names, Naming};
-
-/// Why a call could not be made at all (as opposed to a tool that ran and failed).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvokeError {
-    /// The tool belongs to a plugin that did not load (or a registration the host
-    /// refused); `reason` says why.
-    #[error("tool {} is unavailable: {reason}", quoted_name(name))]
-    Unavailable {
-        /// The name asked for.
-        name: String,
-        /// The diagnostic that explains it.
-        reason: String,
-    },
-    /// No loaded plugin registered this tool (or, for a [`Session`], it is not in the
-    /// session's scope; or it is hidden, and the call was made with
-    /// [`CallOptions::refuse_hidden`]).
-    #[error("unknown tool {}{}", quoted_name(name), did_you_mean(suggestions))]
-    UnknownTool {
-        /// The name asked for.
-        name: String,
-        /// The closest names that would have been found, closest first (at most three).
-        suggestions: Vec<String>,
-    },
-    /// The arguments are not a JSON object, too large, or break the tool's schema.
-    #[error("invalid arguments for '{tool}': {message}")]
-    InvalidArguments {
-        /// The tool called.
-        tool: String,
-        /// What is wrong with them.
-        message: String,
-    },
-}
-
-/// How a call is made, beyond its tool and arguments ([`Runtime::call_with`]).
-#[derive(Debug, Default)]
-pub struct CallOptions {
-    /// The id the call takes, reserved with [`Runtime::reserve_call_id`] so that the
-    /// caller can be ready for what the call does (say, its log) before it starts;
-    /// none: a fresh one.
-    pub id: Option<ReservedCallId>,
-    /// Refuse a hidden tool as unknown. Hidden tools are for plugin code, not for a
-    /// model: MCP clients and `toolcell call` (without `--include-hidden`) get this.
-    pub refuse_hidden: bool,
-    /// The approvals whose handler answers `ask` and that remember "allow for the
-    /// session" answers (see docs/policy.md); none: the session's, or without a
-    /// session the runtime's own ([`Runtime::approvals`]).
-    pub approvals: Option<Arc<Approvals>>,
-}
-
-/// A call id handed out by [`Runtime::reserve_call_id`], for one call.
-#[derive(Debug)]
-pub struct ReservedCallId(u64);
-
-impl ReservedCallId {
-    /// The id (what [`Call::id`] will say).
-    pub fn get(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A tool name as errors quote it: at most its first [`SHOWN_NAME_CHARS`] characters,
-/// escaped, since a name a client sent can be anything.
-fn quoted_name(name: &str) -> String {
-    let count = name.chars().count();
-    let shown: String = name.chars().take(SHOWN_NAME_CHARS).collect();
-    let shown = shown.escape_debug();
-    if count > SHOWN_NAME_CHARS {
-        format!("'{shown}…' (a name of {count} characters)")
-    } else {
-        format!("'{shown}'")
-    }
-}
-
-/// How much of an unknown tool's name an error quotes.
-const SHOWN_NAME_CHARS: usize = 64;
 
 /// Loaded plugins and their tools.
 ///
@@ -170,7 +90,7 @@ pub struct Runtime {
     envelope: Envelope,
     /// Tools no loaded plugin offers, but a plugin that failed would have (or offered a
     /// registration the host refused), with the reason: derived by `rebuild`.
-    unavailable: HashMap<String, String>,
+    unavailable: HashMap<String, Unavailable>,
     diagnostics: Vec<Diagnostic>,
     next_call: AtomicU64,
     /// This run's id, which the ids of its stored results start with.
@@ -466,7 +386,10 @@ impl Runtime {
                         self.diagnostics.push(rejected.diagnostic.clone());
                         self.unavailable
                             .entry(rejected.name.clone())
-                            .or_insert_with(|| rejected.diagnostic.message.clone());
+                            .or_insert_with(|| Unavailable {
+                                reason: rejected.diagnostic.message.clone(),
+                                plugin: info.manifest.id.clone(),
+                            });
                     }
                 }
             }
@@ -531,238 +454,6 @@ impl Runtime {
             })
             .collect()
     }
-
-    /// Starts a call of `tool` with its JSON arguments (`"{}"` for none). The arguments
-    /// must be a JSON object that satisfies the tool's `params_schema`; otherwise the
-    /// call never reaches the plugin. The returned [`Call`] resolves to the outcome;
-    /// dropping it cancels the call.
-    ///
-    /// The call then goes through the policy (docs/policy.md): approval, `before`
-    /// interceptors, concurrency caps, the plugin, `after` interceptors. A tool with
-    /// nothing of that to do goes straight to its plugin: when the plugin is idle, the
-    /// call's first step runs on this thread before `call` returns (a trivial call is
-    /// then already complete, and no other thread is woken); plugin code that runs on
-    /// past its first yield to the executor, a few milliseconds, continues as a task of
-    /// the runtime the plugin was loaded on. Otherwise the policy's work and the call
-    /// start when the `Call` is first polled.
-    pub fn call(&self, tool: &str, args_json: &str) -> Result<Call, InvokeError> {
-        self.call_with(tool, args_json, CallOptions::default())
-    }
-
-    /// As [`Runtime::call`], as `options` say.
-    pub fn call_with(
-        &self,
-        tool: &str,
-        args_json: &str,
-        options: CallOptions,
-    ) -> Result<Call, InvokeError> {
-        let callable = |info: &ToolInfo| !(options.refuse_hidden && info.hidden);
-        let index = self
-            .names
-            .resolve(tool)
-            .filter(|&index| callable(&self.tools[index]))
-            .ok_or_else(|| {
-                let hidden = self
-                    .tools
-                    .iter()
-                    .filter(|info| info.hidden && callable(info));
-                self.not_found(
-                    tool,
-                    self.names
-                        .listed()
-                        .iter()
-                        .map(|listing| listing.name.as_str())
-                        .chain(hidden.map(|info| info.name.as_str())),
-                )
-            })?;
-        let approvals = options.approvals.as_ref().unwrap_or(&self.policy.approvals);
-        self.start(
-            index,
-            tool,
-            args_json,
-            &self.envelope,
-            options.id,
-            approvals,
-        )
-    }
-
-    /// Why `name` found no tool: unavailable (a plugin that did not load would offer
-    /// it), or unknown, with the closest of `candidates`.
-    fn not_found<'a>(&self, name: &str, candidates: impl Iterator<Item = &'a str>) -> InvokeError {
-        match self.unavailable.get(name) {
-            Some(reason) => InvokeError::Unavailable {
-                name: name.to_string(),
-                reason: reason.clone(),
-            },
-            None => InvokeError::UnknownTool {
-                name: name.to_string(),
-                suggestions: closest(name, candidates),
-            },
-        }
-    }
-
-    /// Checks the arguments and starts the tool at `index`, called as `name`, with the
-    /// id `id` (none: a fresh one), through the policy with `approvals`; its output goes
-    /// into `envelope` unless its plugin is trusted.
-    fn start(
-        &self,
-        index: usize,
-        name: &str,
-        args_json: &str,
-        envelope: &Envelope,
-        id: Option<ReservedCallId>,
-        approvals: &Arc<Approvals>,
-    ) -> Result<Call, InvokeError> {
-        let info = &self.tools[index];
-        let entry = &self.entries[index];
-        let gate = &self.gates[index];
-        let validator = entry.validator.as_deref();
-        let args = match check_arguments(self.max_args_bytes, args_json, info, validator) {
-            Ok(args) => args.unwrap_or_else(|| args_json.to_string()),
-            Err(message) => {
-                gate.meter.invalid_arguments();
-                return Err(InvokeError::InvalidArguments {
-                    tool: name.to_string(),
-                    message,
-                });
-            }
-        };
-        let id = match id {
-            Some(ReservedCallId(id)) => id,
-            None => self.next_call.fetch_add(1, Ordering::Relaxed),
-        };
-        let span = if traced() {
-            tracing::debug_span!("tool_call", call = id, tool = %info.name, plugin = %info.plugin)
-        } else {
-            tracing::Span::none()
-        };
-        let (sender, progress) = progress::channel();
-        let envelope = self
-            .untrusted
-            .envelops(&info.plugin)
-            .then(|| envelope.clone());
-        let questions = approvals.question_handler().map(|handler| {
-            Questions::Route(Arc::new(Route {
-                handler: handler.clone(),
-                tool: info.name.clone(),
-                envelope: envelope.clone(),
-            }))
-        });
-        let state = if gate.is_open(approvals) {
-            let started = Instant::now();
-            let outcome = span.in_scope(|| {
-                entry
-                    .handle
-                    .start(id, &info.name, args, info.timeout, sender, questions)
-            });
-            CallState::Running {
-                handle: entry.handle.clone(),
-                outcome,
-                started,
-            }
-        } else {
-            let cancel = Arc::new(Cancellation::default());
-            let max_args_bytes = self.max_args_bytes;
-            let checked = (info.clone(), entry.validator.clone());
-            let gated = Gated {
-                id,
-                tool: info.clone(),
-                gate: gate.clone(),
-                policy: self.policy.clone(),
-                approvals: approvals.clone(),
-                handle: entry.handle.clone(),
-                arguments: serde_json::from_str(&args).unwrap_or_default(),
-                args,
-                check: Box::new(move |arguments| {
-                    let text = arguments.to_string();
-                    let (info, validator) = &checked;
-                    check_arguments(max_args_bytes, &text, info, validator.as_deref())
-                        .map(|stripped| stripped.unwrap_or(text))
-                }),
-                progress: sender,
-                questions,
-                cancel: cancel.clone(),
-            };
-            CallState::Gated {
-                future: Box::pin(gated.run().instrument(span.clone())),
-                cancel,
-            }
-        };
-        Ok(Call {
-            id,
-            meter: gate.meter.clone(),
-            span,
-            state,
-            progress,
-            output_validator: entry.output_validator.clone(),
-            output: Output {
-                limits: entry.output,
-                results: self.results.clone(),
-                run: self.run,
-            },
-            keeping: None,
-            envelope,
-        })
-    }
-
-    /// An id for a call not made yet ([`CallOptions::id`]): unique within the runtime.
-    pub fn reserve_call_id(&self) -> ReservedCallId {
-        ReservedCallId(self.next_call.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// Calls `tool` and waits for its outcome.
-    pub async fn invoke(&self, tool: &str, args_json: &str) -> Result<CallOutcome, InvokeError> {
-        Ok(self.call(tool, args_json)?.await)
-    }
-}
-
-/// Whether a tracing subscriber may want a call's span and its events. Checked before
-/// making them, so that without one a call makes no span at all: tracing's `log`
-/// fallback (on when any crate in the build enables tracing's `log` feature) would
-/// otherwise format the span's fields for the `log` crate on every call.
-fn traced() -> bool {
-    use tracing::level_filters::{LevelFilter, STATIC_MAX_LEVEL};
-    tracing::Level::DEBUG <= STATIC_MAX_LEVEL && tracing::Level::DEBUG <= LevelFilter::current()
-}
-
-/// Checks the arguments of a call of the tool `info`: a JSON object of at most
-/// `max_bytes` that satisfies the tool's schema. Returns them as the plugin gets them:
-/// as given (`None`), or without the `null`s a model held to OpenAI's strict mode sends
-/// for optional properties, when only those broke the schema (see
-/// [`crate::tool::strict_schema`]); or what is wrong with them.
-fn check_arguments(
-    max_bytes: usize,
-    args_json: &str,
-    info: &ToolInfo,
-    validator: Option<&SchemaValidator>,
-) -> Result<Option<String>, String> {
-    if args_json.len() > max_bytes {
-        return Err(format!(
-            "they are {} bytes; the limit is {}",
-            args_json.len(),
-            crate::base::limits::format_bytes(max_bytes as u64)
-        ));
-    }
-    let args = match serde_json::from_str::<serde_json::Value>(args_json) {
-        Ok(args @ serde_json::Value::Object(_)) => args,
-        Ok(other) => return Err(format!("expected a JSON object, got {}", json_kind(&other))),
-        Err(error) => return Err(format!("not valid JSON: {error}")),
-    };
-    let Some(validator) = validator else {
-        return Ok(None);
-    };
-    let problems = match validator.check(&args) {
-        Ok(()) => return Ok(None),
-        Err(problems) => problems,
-    };
-    let mut without_nulls = args;
-    if let Some(schema) = &info.params_schema
-        && drop_optional_nulls(&mut without_nulls, schema)
-        && validator.check(&without_nulls).is_ok()
-    {
-        return Ok(Some(without_nulls.to_string()));
-    }
-    Err(problems.to_string())
 }
 
 impl Drop for Runtime {
@@ -773,359 +464,28 @@ impl Drop for Runtime {
     }
 }
 
+/// Why a tool cannot be called, and whose words the reason may quote.
+#[derive(Debug, Clone)]
+struct Unavailable {
+    /// The diagnostic that explains it (a load error may quote the plugin).
+    reason: String,
+    /// The id of the plugin that offered the tool.
+    plugin: String,
+}
+
 /// Remembers that the tools `plugin` offers cannot be called, and why (the first reason
 /// found for a name stays).
-fn mark_unavailable(unavailable: &mut HashMap<String, String>, plugin: &PluginEntry, reason: &str) {
+fn mark_unavailable(
+    unavailable: &mut HashMap<String, Unavailable>,
+    plugin: &PluginEntry,
+    reason: &str,
+) {
     for name in plugin.tool_names() {
         unavailable
             .entry(name.to_string())
-            .or_insert_with(|| reason.to_string());
-    }
-}
-
-/// The most names [`closest`] suggests.
-const MAX_SUGGESTIONS: usize = 3;
-
-/// The names among `candidates` close enough to `name` to be a likely typo, closest
-/// first, at most [`MAX_SUGGESTIONS`].
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut scored: Vec<(f64, &str)> = candidates
-        .map(|candidate| (strsim::jaro_winkler(name, candidate), candidate))
-        .filter(|(score, _)| *score >= 0.8)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored
-        .into_iter()
-        .take(MAX_SUGGESTIONS)
-        .map(|(_, candidate)| candidate.to_string())
-        .collect()
-}
-
-/// ` (did you mean 'a'?)`, ` (did you mean 'a', 'b' or 'c'?)`, or nothing.
-fn did_you_mean(suggestions: &[String]) -> String {
-    let quoted: Vec<String> = suggestions.iter().map(|name| format!("'{name}'")).collect();
-    match quoted.as_slice() {
-        [] => String::new(),
-        [one] => format!(" (did you mean {one}?)"),
-        [rest @ .., last] => format!(" (did you mean {} or {last}?)", rest.join(", ")),
-    }
-}
-
-/// A call in flight. Await it for the outcome; drop it (or call [`Call::cancel`]) to
-/// cancel the call, which aborts its pending HTTP requests and timers (or takes it out
-/// of the queue of a concurrency cap, or stops waiting for an answer to `ask`).
-///
-/// A result longer than the tool's output limits is cut before the outcome is given:
-/// the outcome's text is what the model should see, and the whole output is kept in
-/// the result store under [`Call::result_id`].
-pub struct Call {
-    id: u64,
-    meter: Arc<ToolMeter>,
-    /// The call's tracing span (`tool_call`, with the call's id, tool and plugin).
-    span: tracing::Span,
-    state: CallState,
-    progress: ProgressReceiver,
-    /// The tool's output schema, compiled: a completed call's output must be the JSON
-    /// text of a value it accepts.
-    output_validator: Option<Arc<SchemaValidator>>,
-    output: Output,
-    /// Keeping a cut result's whole output, off the async threads.
-    keeping: Option<JoinHandle<CallOutcome>>,
-    /// Where the outcome's text goes, when the plugin's output is untrusted.
-    envelope: Option<Envelope>,
-}
-
-enum CallState {
-    /// Straight to the plugin, which has the call.
-    Running {
-        handle: PluginHandle,
-        outcome: oneshot::Receiver<Ended>,
-        started: Instant,
-    },
-    /// Through the policy.
-    Gated {
-        future: Pin<Box<dyn Future<Output = Finished> + Send>>,
-        cancel: Arc<Cancellation>,
-    },
-    /// Answered by the host itself (`search_tools`), not yet delivered.
-    Answered(Option<CallOutcome>),
-    /// The outcome was delivered.
-    Done,
-}
-
-/// The output policy of one call.
-#[derive(Clone)]
-struct Output {
-    limits: OutputLimits,
-    results: Result<Arc<ResultStore>, Arc<str>>,
-    run: u32,
-}
-
-impl Output {
-    /// Whether `outcome` is a result over the limits.
-    fn cuts(&self, outcome: &CallOutcome) -> bool {
-        match outcome {
-            CallOutcome::Completed(text) => cut::cut(text, &self.limits).is_some(),
-            CallOutcome::Content(content) => parts::over(content, &self.limits),
-            _ => false,
-        }
-    }
-
-    /// `outcome` as the model sees it: a result over the limits is cut, with a notice
-    /// saying where the whole is; the whole is kept in the result store.
-    fn apply(&self, call: u64, outcome: CallOutcome) -> CallOutcome {
-        let id = results::result_id(self.run, call);
-        let text = match outcome {
-            CallOutcome::Completed(text) => text,
-            CallOutcome::Content(content) => {
-                let keeping = parts::Keeping {
-                    store: self.results.as_deref().map_err(|reason| &**reason),
-                    id: &id,
-                };
-                return CallOutcome::Content(parts::fit(content, &self.limits, &keeping));
-            }
-            other => return other,
-        };
-        let Some(cut) = cut::cut(&text, &self.limits) else {
-            return CallOutcome::Completed(text);
-        };
-        let stored = match &self.results {
-            Ok(store) => store.put(&id, &text).map_err(|error| error.to_string()),
-            Err(reason) => Err(reason.to_string()),
-        };
-        let shown = match &stored {
-            Ok(path) => cut::shown(&cut, &Kept::Stored { id: &id, path }),
-            Err(reason) => {
-                tracing::warn!("the whole output of call {call} was not kept: {reason}");
-                cut::shown(&cut, &Kept::Lost(reason.clone()))
-            }
-        };
-        CallOutcome::Completed(shown)
-    }
-}
-
-impl Call {
-    /// A call of `tool` the host answered itself with `outcome` (`search_tools`),
-    /// counted and cut as any other.
-    fn answered(runtime: &Runtime, tool: &ToolInfo, outcome: CallOutcome) -> Call {
-        let (_, progress) = progress::channel();
-        Call {
-            id: runtime.next_call.fetch_add(1, Ordering::Relaxed),
-            meter: runtime.policy.meters.tool(&tool.name, &tool.plugin),
-            span: tracing::Span::none(),
-            state: CallState::Answered(Some(outcome)),
-            progress,
-            output_validator: None,
-            output: Output {
-                limits: OutputLimits::default(),
-                results: runtime.results.clone(),
-                run: runtime.run,
-            },
-            keeping: None,
-            envelope: None,
-        }
-    }
-
-    /// The call's id (unique within the runtime).
-    pub fn id(&self) -> u64 {
-        self.id
-    }
-
-    /// The id under which the whole output is kept if the result is cut (see
-    /// [`Runtime::result`] and `toolcell result`): unique across runs sharing a store.
-    pub fn result_id(&self) -> String {
-        results::result_id(self.output.run, self.id)
-    }
-
-    /// The progress the plugin reports while the call runs (`ctx:progress`), at most
-    /// one update every 100 ms; each `progress()` reads them from the call's start.
-    pub fn progress(&self) -> ProgressUpdates {
-        self.progress.updates()
-    }
-
-    /// Whether the call's output, when it completes, is the JSON text of a structured
-    /// result (the tool declared an output schema, which the output was checked
-    /// against) that is not in an envelope: what MCP gives as `structuredContent`.
-    pub fn is_structured(&self) -> bool {
-        self.output_validator.is_some() && self.envelope.is_none()
-    }
-
-    /// `outcome` in the call's envelope, when its plugin's output is untrusted.
-    fn enveloped(&self, outcome: CallOutcome) -> CallOutcome {
-        match &self.envelope {
-            Some(envelope) => envelope.wrap_outcome(outcome),
-            None => outcome,
-        }
-    }
-
-    /// Cancels the call; it resolves to a failure that says `reason`.
-    pub fn cancel(&self, reason: &str) {
-        match &self.state {
-            CallState::Running { handle, .. } => handle.cancel(self.id, reason),
-            CallState::Gated { cancel, .. } => cancel.cancel(reason),
-            CallState::Answered(_) | CallState::Done => {}
-        }
-    }
-
-    /// Counts the call's end and logs it in its span.
-    fn record(&self, finished: &Finished) {
-        self.meter
-            .record(&finished.outcome, finished.ran, finished.fuel);
-        if !traced() {
-            return;
-        }
-        tracing::debug!(
-            parent: &self.span,
-            outcome = finished.outcome.label(),
-            ran_us = finished.ran.map(|ran| ran.as_micros() as u64),
-            fuel = finished.fuel,
-            "call ended"
-        );
-    }
-}
-
-impl Future for Call {
-    type Output = CallOutcome;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallOutcome> {
-        if let Some(keeping) = self.keeping.as_mut() {
-            let kept = std::task::ready!(Pin::new(keeping).poll(cx)).unwrap_or_else(|error| {
-                CallOutcome::Stopped(format!("keeping the result failed: {error}"))
+            .or_insert_with(|| Unavailable {
+                reason: reason.to_string(),
+                plugin: plugin.file.id.clone(),
             });
-            return Poll::Ready(self.enveloped(kept));
-        }
-        let finished = match &mut self.state {
-            CallState::Running {
-                handle,
-                outcome,
-                started,
-            } => {
-                let ended = match Pin::new(outcome).poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(ended)) => ended,
-                    Poll::Ready(Err(_)) => Ended::before_running(CallOutcome::Stopped(format!(
-                        "plugin '{}' stopped",
-                        handle.name()
-                    ))),
-                };
-                Finished {
-                    outcome: ended.outcome,
-                    ran: Some(started.elapsed()),
-                    fuel: ended.fuel_used,
-                }
-            }
-            CallState::Gated { future, .. } => match future.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(finished) => finished,
-            },
-            CallState::Answered(outcome) => Finished {
-                outcome: outcome.take().unwrap_or_else(|| {
-                    CallOutcome::Stopped("the call's outcome was already delivered".to_string())
-                }),
-                ran: Some(std::time::Duration::ZERO),
-                fuel: 0,
-            },
-            CallState::Done => {
-                return Poll::Ready(CallOutcome::Stopped(
-                    "the call's outcome was already delivered".to_string(),
-                ));
-            }
-        };
-        self.state = CallState::Done;
-        self.record(&finished);
-        let outcome = finished.outcome;
-        // The output is checked whole, cut to what the model may see, then enveloped.
-        let outcome = match &self.output_validator {
-            Some(validator) => checked_output(outcome, validator),
-            None => outcome,
-        };
-        if !self.output.cuts(&outcome) {
-            return Poll::Ready(self.enveloped(outcome));
-        }
-        // Writing the whole output may wait on the disk: not on an async thread.
-        let output = self.output.clone();
-        let call = self.id;
-        match tokio::runtime::Handle::try_current() {
-            Ok(tokio) => {
-                self.keeping = Some(tokio.spawn_blocking(move || output.apply(call, outcome)));
-                self.poll(cx)
-            }
-            Err(_) => Poll::Ready(self.enveloped(output.apply(call, outcome))),
-        }
-    }
-}
-
-/// `outcome`, or the failure of a completed call whose output is not the JSON text of a
-/// value its tool's output schema accepts: the plugin broke the contract it declared.
-fn checked_output(outcome: CallOutcome, validator: &SchemaValidator) -> CallOutcome {
-    let output = match outcome {
-        CallOutcome::Completed(output) => output,
-        CallOutcome::Content(_) => {
-            return CallOutcome::BrokeRule(
-                "the tool's output is a result of parts; a tool with an output schema \
-                 completes with a JSON value"
-                    .to_string(),
-            );
-        }
-        other => return other,
-    };
-    let problem = match serde_json::from_str::<serde_json::Value>(&output) {
-        Ok(value) => match validator.check_output(&value) {
-            Ok(()) => return CallOutcome::Completed(output),
-            Err(problems) => format!("does not match its output schema: {problems}"),
-        },
-        Err(error) => format!(
-            "is not JSON ({error}); a tool with an output schema completes with a JSON value"
-        ),
-    };
-    CallOutcome::BrokeRule(format!("the tool's output {problem}"))
-}
-
-impl Drop for Call {
-    fn drop(&mut self) {
-        let ran = match &self.state {
-            CallState::Answered(_) | CallState::Done => return,
-            CallState::Running {
-                handle, started, ..
-            } => {
-                handle.cancel(self.id, "the caller stopped waiting");
-                Some(started.elapsed())
-            }
-            // Dropping the future cancels the call in the plugin, if it got there.
-            CallState::Gated { .. } => None,
-        };
-        self.record(&Finished {
-            outcome: CallOutcome::Cancelled("cancelled: the caller stopped waiting".to_string()),
-            ran,
-            fuel: 0,
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{closest, did_you_mean};
-
-    #[test]
-    fn suggests_close_names_closest_first_and_nothing_for_a_distant_one() {
-        let names = ["hello", "read_note", "write_note", "write_notes2"];
-        assert_eq!(closest("helo", names.iter().copied()), ["hello"]);
-        assert_eq!(
-            closest("write_notes", names.iter().copied()),
-            ["write_notes2", "write_note"]
-        );
-        assert!(closest("zzz", names.iter().copied()).is_empty());
-    }
-
-    #[test]
-    fn suggestions_read_as_a_question() {
-        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(did_you_mean(&[]), "");
-        assert_eq!(did_you_mean(&names(&["a"])), " (did you mean 'a'?)");
-        assert_eq!(
-            did_you_mean(&names(&["a", "b", "c"])),
-            " (did you mean 'a', 'b' or 'c'?)"
-        );
     }
 }

@@ -491,6 +491,22 @@ impl ToolChecks<'_> {
             });
             spec.description = cut;
         }
+        if let Some(title) = &mut spec.title
+            && let Some(cut) = cut::cut_description(title, cut::MAX_TITLE_BYTES)
+        {
+            self.warnings.push(Diagnostic {
+                file: self.file.path.clone(),
+                kind: DiagnosticKind::DescriptionCut,
+                severity: Severity::Warning,
+                message: format!(
+                    "tool '{}' of plugin {display} has a title of {} bytes; the model sees its first {}",
+                    spec.name,
+                    title.len(),
+                    format_bytes(cut::MAX_TITLE_BYTES as u64)
+                ),
+            });
+            *title = cut;
+        }
         let name = &spec.name;
         let invalid = |problem: String| {
             rejected(

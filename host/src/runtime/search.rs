@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::arguments::Arguments;
 use crate::tool::info::ToolInfo;
 
 /// The name of the tool a session offers while some of its tools are deferred.
@@ -82,9 +83,8 @@ pub(super) struct Query {
 impl Query {
     /// Reads the arguments of a call of `search_tools`; what is wrong with them,
     /// otherwise.
-    pub fn parse(args_json: &str) -> Result<Query, String> {
-        let args: serde_json::Value =
-            serde_json::from_str(args_json).map_err(|error| format!("not valid JSON: {error}"))?;
+    pub fn parse<'a>(args: impl Into<Arguments<'a>>) -> Result<Query, String> {
+        let args = args.into().into_value()?;
         let Some(args) = args.as_object() else {
             return Err("expected a JSON object".to_string());
         };

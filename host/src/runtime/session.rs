@@ -12,7 +12,7 @@ use crate::tool::names::{GlobError, ToolGlob, ToolNames};
 
 use super::registry::Listing;
 use super::search::{self, Query, SEARCH_TOOLS};
-use super::{Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
+use super::{Arguments, Call, CallOptions, InvokeError, ListedTool, Runtime, ToolInfo};
 
 /// Which tools a session sees: a start (every tool, or none), then globs that add tools
 /// to it or remove them, in order; the last glob that matches a tool decides. A glob
@@ -375,15 +375,16 @@ impl Session {
 
     /// As [`Session::call`], with the id `options` reserved (a session never calls a
     /// hidden tool, whatever `options.refuse_hidden` says).
-    pub fn call_with(
+    pub fn call_with<'a>(
         &self,
         runtime: &Runtime,
         tool: &str,
-        args_json: &str,
+        args: impl Into<Arguments<'a>>,
         options: CallOptions,
     ) -> Result<Call, InvokeError> {
+        let args = args.into();
         if tool == SEARCH_TOOLS && runtime.deferral.is_possible() {
-            return self.call_search(runtime, args_json);
+            return self.call_search(runtime, args);
         }
         let view = self.view();
         let in_scope = |index: usize| {
@@ -399,7 +400,7 @@ impl Session {
                 runtime.start(
                     index,
                     tool,
-                    args_json,
+                    args,
                     &self.state.envelope,
                     options.id,
                     approvals,
@@ -418,9 +419,9 @@ impl Session {
                     // A tool outside the scope is as unknown as a tool that is not there.
                     Some(_) => InvokeError::UnknownTool {
                         name: tool.to_string(),
-                        suggestions: super::closest(tool, shown.into_iter()),
+                        suggestions: super::error::closest(tool, shown.into_iter()),
                     },
-                    None => runtime.not_found(tool, shown.into_iter()),
+                    None => runtime.not_found(tool, shown.into_iter(), &self.state.envelope),
                 })
             }
         }
@@ -428,8 +429,8 @@ impl Session {
 
     /// A call of `search_tools`: its outcome, the JSON text of the tools found
     /// (`{"tools": [{"name", "description", "input_schema"}]}`), is ready at once.
-    fn call_search(&self, runtime: &Runtime, args_json: &str) -> Result<Call, InvokeError> {
-        let query = Query::parse(args_json).map_err(|message| InvokeError::InvalidArguments {
+    fn call_search(&self, runtime: &Runtime, args: Arguments<'_>) -> Result<Call, InvokeError> {
+        let query = Query::parse(args).map_err(|message| InvokeError::InvalidArguments {
             tool: SEARCH_TOOLS.to_string(),
             message,
         })?;

@@ -21,9 +21,10 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
 
 use super::PluginContext;
+use super::call::{Ended, PluginCall};
 use super::instance::{Instance, LoadFailure, MemoryUse, PluginPre};
 use super::operations::{CallId, OpEvent};
-use super::supervisor::{CallRequest, Ended, Supervisor};
+use super::supervisor::{CallRequest, Supervisor};
 use crate::output::outcome::CallOutcome;
 use crate::output::progress::ProgressSender;
 use crate::sandbox::wit::ToolSpec;
@@ -78,8 +79,8 @@ impl PluginHandle {
 
     /// Starts call `call` of `tool`, whose own deadline is `timeout` (none: the
     /// plugin's default), whose progress goes to `progress` and whose questions go
-    /// where `questions` says (none: nobody can be asked); the receiver yields its
-    /// outcome. When the plugin is idle,
+    /// where `questions` says (none: nobody can be asked); the returned future yields
+    /// how it ended, and cancels it if dropped first. When the plugin is idle,
     /// the call's first step runs before this returns (at most until running code
     /// first yields, a few milliseconds).
     pub fn start(
@@ -90,8 +91,9 @@ impl PluginHandle {
         timeout: Option<Duration>,
         progress: ProgressSender,
         questions: Option<Questions>,
-    ) -> oneshot::Receiver<Ended> {
+    ) -> PluginCall {
         let (reply, outcome) = oneshot::channel();
+        let leg = PluginCall::new(self.clone(), call, outcome);
         let request = CallRequest {
             call,
             tool: tool.to_string(),
@@ -102,7 +104,7 @@ impl PluginHandle {
             questions,
         };
         let Err(request) = self.run_here(request) else {
-            return outcome;
+            return leg;
         };
         if let Err(Command::Start(request)) = self.shared.send_to_actor(Command::Start(request)) {
             let _ = request
@@ -112,7 +114,7 @@ impl PluginHandle {
                     self.name
                 ))));
         }
-        outcome
+        leg
     }
 
     /// How much memory the plugin's instance holds, measured when the step running

@@ -12,9 +12,12 @@
 //! - `actor`: how calls reach the supervisor: on the caller's thread when the plugin is
 //!   idle, otherwise through the plugin's actor task, which also delivers operation
 //!   outcomes and watches deadlines;
+//! - `call`: a call's leg in its plugin, the future the runtime and the policy hold,
+//!   and how a call ended (`Ended`);
 //! - `interrupts`: cancellations that reach a step while it runs.
 
 mod actor;
+mod call;
 mod instance;
 mod interrupts;
 mod limiter;
@@ -32,9 +35,9 @@ use std::sync::{Arc, OnceLock};
 use wasmtime::component::{Component, Linker};
 
 pub use actor::{PluginHandle, spawn_plugin};
+pub use call::{Ended, PluginCall};
 pub use instance::{LoadFailure, MemoryUse, PluginPre};
 pub use state::StoreState;
-pub use supervisor::Ended;
 
 use crate::base::fast_map::FastSet;
 use crate::config::grants::Grants;

@@ -15,6 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 
 use super::PluginContext;
+use super::call::Ended;
 use super::instance::{Crash, Instance, MemoryUse, PluginPre, Step};
 use super::operations::{CallId, OpEvent};
 use crate::base::fast_map::FastMap;
@@ -22,25 +23,6 @@ use crate::base::limits::bounded_message;
 use crate::output::outcome::{CallOutcome, CrashCause, PluginFate};
 use crate::output::progress::ProgressSender;
 use crate::services::ask::Questions;
-
-/// How a call ended, and the fuel it burnt (for the runtime's statistics).
-#[derive(Debug)]
-pub struct Ended {
-    /// The call's outcome.
-    pub outcome: CallOutcome,
-    /// The fuel its steps consumed.
-    pub fuel_used: u64,
-}
-
-impl Ended {
-    /// A call that ended before any of its code ran.
-    pub fn before_running(outcome: CallOutcome) -> Ended {
-        Ended {
-            outcome,
-            fuel_used: 0,
-        }
-    }
-}
 
 /// A call to start: what the caller asked for and where its outcome goes.
 pub struct CallRequest {
@@ -454,7 +436,11 @@ impl HostCall {
     fn finish(self, outcome: CallOutcome) {
         drop(self.log);
         let fuel_used = self.budget.saturating_sub(self.fuel);
-        let _ = self.reply.send(Ended { outcome, fuel_used });
+        let _ = self.reply.send(Ended {
+            outcome,
+            ran: None,
+            fuel_used,
+        });
     }
 }
 

@@ -400,6 +400,12 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
         None => None,
     };
 
+    // The tag of the envelope the model's text comes in (output, errors, progress).
+    let tag = match &session {
+        Some(session) => session.envelope_tag(),
+        None => runtime.envelope_tag(),
+    };
+    let placeholders = placeholders.with("{tag}", tag.to_string());
     let mut steps = Steps {
         runtime,
         session,
@@ -785,6 +791,37 @@ impl Steps<'_> {
                 if found != *bytes {
                     return Err(format!(
                         "{tool}'s description is {found} bytes, expected {bytes}"
+                    ));
+                }
+            }
+            Step::TitleBytes { tool, bytes } => {
+                let found = runtime
+                    .tool(tool)
+                    .map(|tool| tool.title.as_ref().map_or(0, String::len))
+                    .ok_or_else(|| format!("no tool {tool}"))?;
+                if found != *bytes {
+                    return Err(format!("{tool}'s title is {found} bytes, expected {bytes}"));
+                }
+            }
+            Step::Progress {
+                tool,
+                args,
+                message,
+            } => {
+                let call = self.call(tool, &placeholders.fill(args));
+                let mut updates = call
+                    .as_ref()
+                    .map_err(|error| format!("{tool}: refused: {error}"))?
+                    .progress();
+                with_guard(call).await?;
+                let mut last = None;
+                while let Some(progress) = updates.next().await {
+                    last = progress.message;
+                }
+                let expected = placeholders.fill(message);
+                if last.as_deref() != Some(expected.as_str()) {
+                    return Err(format!(
+                        "{tool}: the last progress message read was {last:?}, expected {expected:?}"
                     ));
                 }
             }

@@ -207,6 +207,15 @@ pub enum Step {
     ResultKept { bytes: usize },
     /// Tool `tool` is registered with a description of exactly `bytes` bytes.
     DescriptionBytes { tool: &'static str, bytes: usize },
+    /// Tool `tool` is registered with a title of exactly `bytes` bytes.
+    TitleBytes { tool: &'static str, bytes: usize },
+    /// Calls `tool` with `args`; the last progress message its caller reads is exactly
+    /// this (`{tag}`: the envelope's tag).
+    Progress {
+        tool: &'static str,
+        args: String,
+        message: String,
+    },
     /// The debug log (see [`Attack::logged`]) holds at most `max_bytes`, and its last
     /// line ends with `last_line_end`.
     Log {
@@ -557,6 +566,21 @@ impl Attack {
     /// `tool`'s description is exactly `bytes` long.
     pub fn description_bytes(self, tool: &'static str, bytes: usize) -> Self {
         self.step(Step::DescriptionBytes { tool, bytes })
+    }
+
+    /// `tool`'s title is exactly `bytes` long.
+    pub fn title_bytes(self, tool: &'static str, bytes: usize) -> Self {
+        self.step(Step::TitleBytes { tool, bytes })
+    }
+
+    /// A call of `tool` with `args` reports progress whose last message its caller
+    /// reads as exactly `message`.
+    pub fn progress(self, tool: &'static str, args: &str, message: &str) -> Self {
+        self.step(Step::Progress {
+            tool,
+            args: args.to_string(),
+            message: message.to_string(),
+        })
     }
 
     /// The debug log holds at most `max_bytes`; its last line ends with

@@ -13,10 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use wasmtime::component::Component;
 
-use super::{Ended, PluginContext, PluginHandle, PluginPre, SharedServices, spawn_plugin};
+use super::{PluginCall, PluginContext, PluginHandle, PluginPre, SharedServices, spawn_plugin};
 use crate::artifact::manifest::Manifest;
 use crate::base::limits::Limits;
 use crate::config::Config;
@@ -103,13 +102,8 @@ impl Plugin {
     }
 
     /// Starts a call of `tool` with `args` (its own deadline: `timeout`, else the
-    /// plugin's default); returns its id and where its outcome arrives.
-    fn start(
-        &self,
-        tool: &str,
-        args: &str,
-        timeout: Option<Duration>,
-    ) -> (u64, oneshot::Receiver<Ended>) {
+    /// plugin's default); returns its id and its leg, which yields its outcome.
+    fn start(&self, tool: &str, args: &str, timeout: Option<Duration>) -> (u64, PluginCall) {
         let call = self.next_call.fetch_add(1, Ordering::Relaxed);
         // The plugin reports no progress: nobody needs to listen.
         let (progress, _) = crate::output::progress::channel();
@@ -130,12 +124,11 @@ impl Plugin {
     }
 }
 
-/// The outcome a call's receiver yields; a hang or a dropped sender fails the test.
-async fn outcome(receiver: oneshot::Receiver<Ended>) -> CallOutcome {
-    tokio::time::timeout(HANG_LIMIT, receiver)
+/// The outcome a call's leg yields; a hang fails the test.
+async fn outcome(leg: PluginCall) -> CallOutcome {
+    tokio::time::timeout(HANG_LIMIT, leg)
         .await
         .expect("the call ends")
-        .expect("the sandbox answers the call")
         .outcome
 }
 
