@@ -1,6 +1,5 @@
 //! How messages name things: paths and JSON values, worded the same everywhere.
 
-use std::borrow::Cow;
 use std::path::Path;
 
 use serde_json::Value;
@@ -28,7 +27,10 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 /// written as an escape (`\u{1b}`, `\r`), as `ls` and `git` show names, so that text a
 /// plugin wrote (a description, an error, its output) cannot move the cursor, clear the
 /// screen or set the clipboard. Borrowed when there is nothing to escape.
-pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
+#[cfg(feature = "cli")]
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+
     let escaped = |c: char| c.is_control() && c != '\n' && c != '\t';
     if !text.chars().any(escaped) {
         return Cow::Borrowed(text);
@@ -44,8 +46,10 @@ pub(crate) fn terminal_safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(safe)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     #[test]

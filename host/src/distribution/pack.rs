@@ -18,9 +18,11 @@
 
 use std::path::Path;
 
+#[cfg(feature = "aot")]
+use crate::artifact::AOT_SECTION;
 use crate::artifact::manifest::{self, MANIFEST_SECTION, Manifest, ManifestFile};
 use crate::artifact::wit_version;
-use crate::artifact::{AOT_SECTION, Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
+use crate::artifact::{Artifact, SCRIPT_SECTION, SIGNATURE_SECTION};
 use crate::distribution::inspect;
 use crate::engine::Engine;
 use crate::engine::guest::LUA_GUEST_WASM;

@@ -165,6 +165,7 @@ impl Call {
 
     /// The envelope the call's text goes in (its output, its progress messages, what
     /// it logs), when its plugin's output is untrusted.
+    #[cfg(feature = "mcp")]
     pub(crate) fn envelope(&self) -> Option<&Envelope> {
         self.envelope.as_ref()
     }
