@@ -221,6 +221,13 @@ class Ctx {
     hostCall(() => host.writeFile(path, bytes));
   }
 
+  /** The absolute path of the plugin's file root, which relative paths are taken from:
+   * its own directory unless the user granted a root (created on its first write);
+   * undefined when the plugin may not use files. */
+  dataDir() {
+    return host.config('toolcell:data_dir');
+  }
+
   /** The user's configuration: [tools.PLUGIN-ID], else [tools.TOOL]; undefined if none. */
   config() {
     const text = host.config(pluginName) ?? host.config(this.tool);

@@ -114,6 +114,7 @@ function Task:cancel(reason) end
 --- The plugin API.
 ---@class clm
 ---@field config table<string, any> The user's configuration of this plugin (`[tools.ID]` or `[tools.TOOL]`); an empty table when there is none.
+---@field data_dir string? The absolute path of the plugin's file root: its own directory unless the user granted a root (created on the first write); nil when it may not use files.
 clm = {}
 
 --- Registers a tool. Only while the plugin loads (its top-level code).

@@ -216,6 +216,12 @@ class Ctx:
             content = content.encode("utf-8")
         _host_call(host.write_file, path, content)
 
+    def data_dir(self):
+        """The absolute path of the plugin's file root, which relative paths are taken
+        from: its own directory unless the user granted a root (created on its first
+        write); None when the plugin may not use files."""
+        return host.config("toolcell:data_dir")
+
     def config(self):
         """The user's configuration: [tools.PLUGIN-ID], else [tools.TOOL]; None if none."""
         text = host.config(self._plugin.name)

@@ -236,6 +236,13 @@ impl Ctx {
         host::write_file(path, content.as_ref()).map_err(Error::new)
     }
 
+    /// The absolute path of the plugin's file root, which relative paths are taken
+    /// from: its own directory unless the user granted a root (created on its first
+    /// write); `None` when the plugin may not use files.
+    pub fn data_dir(&self) -> Option<String> {
+        host::config(protocol::DATA_DIR_KEY)
+    }
+
     /// The user's configuration for this plugin: `[tools.ID]` of the config file (the
     /// plugin's id), else `[tools.TOOL]` (this tool's name); `None` when neither exists.
     pub fn config<T: DeserializeOwned>(&self) -> Result<Option<T>, Error> {

@@ -29,6 +29,9 @@ thread_local! {
     static RUNNING: RefCell<HashMap<CallId, Running>> = RefCell::new(HashMap::new());
 }
 
+/// The `host.config` key that answers with the path of the plugin's file root.
+pub(crate) const DATA_DIR_KEY: &str = "toolcell:data_dir";
+
 /// The plugin's id, as the host gave it in `load`.
 pub(crate) fn plugin_name() -> String {
     LOADED.with_borrow(|loaded| {

@@ -101,8 +101,9 @@ fn install_clm(lua: &Lua) -> mlua::Result<()> {
     lua.globals().raw_set("clm", clm)
 }
 
-/// Tells the prepared API which plugin it serves: the registry of its tools, and
-/// `clm.config` filled from the user's configuration under the plugin's name.
+/// Tells the prepared API which plugin it serves: the registry of its tools,
+/// `clm.config` filled from the user's configuration under the plugin's name, and
+/// `clm.data_dir`, the path of its file root (nil when it may not use files).
 pub fn configure(lua: &Lua, plugin_name: &str) -> mlua::Result<()> {
     with_registry(|registry| {
         *registry = Registry {
@@ -110,8 +111,13 @@ pub fn configure(lua: &Lua, plugin_name: &str) -> mlua::Result<()> {
             ..Registry::default()
         }
     })?;
+    let clm: Table = lua.globals().raw_get("clm")?;
+    clm.raw_set("data_dir", host::config(DATA_DIR_KEY))?;
     adopt_config(lua, plugin_name)
 }
+
+/// The `host.config` key that answers with the path of the plugin's file root.
+const DATA_DIR_KEY: &str = "toolcell:data_dir";
 
 /// Named registry key of the `clm.config` table (the plugin may replace the field).
 const CONFIG_KEY: &str = "toolcell.config";

@@ -21,6 +21,22 @@ pub fn code_cache() -> CodeCache {
     CodeCache::new(dir)
 }
 
+/// The directory of each plugin's own directory (`RuntimeBuilder::data_dir`):
+/// `$XDG_DATA_HOME/toolcell/data`, else `~/.local/share/toolcell/data`; `None` without
+/// either (then plugins without a root share the current directory, under its rules).
+/// A relative `XDG_DATA_HOME` is ignored, as the XDG base directory specification says.
+pub fn data_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|home| !home.is_empty())
+                .map(|home| PathBuf::from(home).join(".local/share"))
+        })
+        .map(|base| base.join("toolcell/data"))
+}
+
 /// The engine with `options`, keeping compiled code in [`code_cache`].
 pub fn engine(options: Options) -> Result<Engine, EngineError> {
     Engine::new(Options {

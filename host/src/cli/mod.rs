@@ -100,9 +100,10 @@ struct PluginArgs {
     /// A TOML configuration file ([tools.NAME] tables become clm.config; see docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The only directory tree clm.read_file / clm.write_file may touch. Default: the
-    /// config's [files] root, else the current directory unless it is /, your home
-    /// directory or above it (then plugins get no file access)
+    /// One directory tree every plugin may read and write (clm.read_file /
+    /// clm.write_file), shared. Default: the config's [files] root, else each plugin its
+    /// own directory, $XDG_DATA_HOME/toolcell/data/ID (a plugin's [plugins.ID.files]
+    /// root wins over both)
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Let plugins reach HOST (any port) or HOST:PORT even if it is loopback, private or
@@ -187,6 +188,9 @@ impl PluginArgs {
         }
         if let Some(root) = &self.root {
             builder = builder.root(root.clone());
+        }
+        if let Some(dir) = environment::data_dir() {
+            builder = builder.data_dir(dir);
         }
         for grant in &self.allow_http {
             builder = builder.allow_http(grant.clone());

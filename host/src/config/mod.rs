@@ -150,12 +150,15 @@ pub struct FilesSection {
     pub root: Option<PathBuf>,
 }
 
-/// `[plugins.ID.files]`: the most file access one plugin may be granted.
+/// `[plugins.ID.files]`: the most file access one plugin may be granted, and its root.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginFilesSection {
     /// The access allowed, over `[files]`.
     pub access: Option<FileAccess>,
+    /// This plugin's root, over `--root` and `[files] root`, relative to the config
+    /// file's directory.
+    pub root: Option<PathBuf>,
 }
 
 /// `[limits]`: overrides of the default limits.
@@ -345,6 +348,17 @@ impl Config {
     /// `[files] root`, relative paths taken from the config file's directory.
     pub fn files_root(&self) -> Option<PathBuf> {
         Some(self.relative_to_file(self.files.root.as_ref()?))
+    }
+
+    /// `[plugins.ID.files] root` by plugin id, relative paths taken from the config
+    /// file's directory.
+    pub fn plugin_roots(&self) -> impl Iterator<Item = (&str, PathBuf)> {
+        self.plugins.iter().filter_map(|(id, plugin)| {
+            Some((
+                id.as_str(),
+                self.relative_to_file(plugin.files.root.as_ref()?),
+            ))
+        })
     }
 
     /// `path` as the config file means it: a relative path is taken from the config

@@ -30,7 +30,9 @@ use crate::runtime::admission::Sidecar;
 use crate::sandbox::SharedServices;
 use crate::services::ask::QuestionHandler;
 use crate::services::debug_log::DebugLog;
-use crate::services::files::{FileAccess, FileRoot, Files, RootError};
+use crate::services::files::{
+    DATA_DIRS, DataDirs, DefaultRoot, FileAccess, FileRoot, FileRoots, Files, RootError,
+};
 use crate::services::http::HostGrant;
 use crate::services::log_listener::LogListener;
 use crate::services::trusted::{TrustedPaths, relative_to};
@@ -58,6 +60,9 @@ pub enum BuildError {
     /// through it.
     #[error("cannot use {0} as the file root: {1}")]
     Root(PathBuf, RootError),
+    /// The directory of the plugins' own directories lies inside what the host trusts.
+    #[error("cannot keep the plugins' data in {0}: {1}")]
+    DataDir(PathBuf, RootError),
     /// The debug log could not be opened.
     #[error("cannot open the debug log {0}: {1}")]
     DebugLog(PathBuf, std::io::Error),
@@ -99,6 +104,7 @@ pub struct RuntimeBuilder {
     plugin_files: Vec<PathBuf>,
     config: Config,
     root: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
     limits: Limits,
     command_line: CommandLine,
     pins: Pins,
@@ -149,14 +155,27 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The only directory tree plugins may read and write. Default: the config's
-    /// `[files] root`, else the current directory, unless that is `/`, the home
-    /// directory or an ancestor of it (then plugins get no file access, with a warning:
-    /// they could change the user's startup files). A root that is, or lies inside, a
-    /// path the host trusts (a plugin directory, the cache, ...) is refused; such paths
-    /// inside the root are out of plugins' reach (see [`crate::services::trusted`]).
+    /// The one directory tree every plugin without a root of its own
+    /// (`[plugins.ID.files] root`) shares. Default: the config's `[files] root`, else
+    /// each plugin its own directory under [`RuntimeBuilder::data_dir`] when one is
+    /// given, else the current directory, unless that is `/`, the home directory or an
+    /// ancestor of it (then plugins get no file access, with a warning: they could
+    /// change the user's startup files). A root that is, or lies inside, a path the host
+    /// trusts (a plugin directory, the cache, ...) is refused; such paths inside the
+    /// root are out of plugins' reach (see [`crate::services::trusted`]).
     pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
         self.root = Some(root.into());
+        self
+    }
+
+    /// Gives each plugin without a root of its own (`[plugins.ID.files] root`) or a
+    /// shared one ([`RuntimeBuilder::root`], `[files] root`) the directory `dir/ID`
+    /// (a namespaced id's `/` written `+`), created with mode 0700 on the plugin's first
+    /// write; no plugin reaches another's. Without it, such plugins share the current
+    /// directory as [`RuntimeBuilder::root`] says. The command gives
+    /// `$XDG_DATA_HOME/toolcell/data`.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
         self
     }
 
@@ -366,20 +385,34 @@ impl RuntimeBuilder {
             }
             None => None,
         };
-        let root = self.root.or_else(|| self.config.files_root());
-        let file_root = open_root(root, &mut trusted)?;
+        let file_roots = file_roots(
+            self.root.take(),
+            self.data_dir.as_deref(),
+            &self.config,
+            &mut trusted,
+        )?;
         let mut cache = engine.cache().clone();
-        if let (Files::Root(root), Some(dir)) = (&file_root, cache.dir())
-            && relative_to(&trusted.resolve(dir), root.path()).is_some()
-        {
-            tracing::warn!(
-                "not using the compiled-code cache {}: it lies inside the file root {}, \
-                 where plugins could write native code the host would run (set \
-                 TOOLCELL_CACHE_DIR, or choose another root)",
-                dir.display(),
-                root.path().display()
-            );
-            cache = CodeCache::new(None);
+        let granted = file_roots
+            .by_plugin
+            .values()
+            .chain(match &file_roots.default {
+                DefaultRoot::Shared(files) => Some(files),
+                DefaultRoot::Own(_) => None,
+            });
+        for files in granted {
+            if let (Files::Root(root), Some(dir)) = (files, cache.dir())
+                && relative_to(&trusted.resolve(dir), root.path()).is_some()
+            {
+                tracing::warn!(
+                    "not using the compiled-code cache {}: it lies inside the file root {}, \
+                     where plugins could write native code the host would run (set \
+                     TOOLCELL_CACHE_DIR, or choose another root)",
+                    dir.display(),
+                    root.path().display()
+                );
+                cache = CodeCache::new(None);
+                break;
+            }
         }
         let trust = self.trust.unwrap_or_else(|| self.config.trust.clone());
         let max_args_bytes = self.limits.max_args_bytes;
@@ -440,7 +473,7 @@ impl RuntimeBuilder {
         let untrusted = self.config.untrusted_policy(self.untrusted_output);
         let services = SharedServices {
             tool_config: Arc::new(self.config.tool_config_json()),
-            files: file_root,
+            files: file_roots,
             debug_log,
             log_listener: self.log_listener,
         };
@@ -537,6 +570,36 @@ impl RuntimeBuilder {
             None => self.config.result_store(engine.cache().dir()),
         }
     }
+}
+
+/// The root of each plugin: `[plugins.ID.files] root` of `config`, else the shared
+/// root (`root`, else `[files] root`), else its own directory under `data_dir`, else the
+/// current directory. The plugins' data directory is trusted from here on, so a root
+/// that holds it keeps it out of reach and a root inside it is refused; the plugins' own
+/// directories are checked against what was trusted before it.
+fn file_roots(
+    root: Option<PathBuf>,
+    data_dir: Option<&Path>,
+    config: &Config,
+    trusted: &mut TrustedPaths,
+) -> Result<FileRoots, BuildError> {
+    let before_data = trusted.clone();
+    if let Some(base) = data_dir {
+        trusted.add(DATA_DIRS, base);
+    }
+    let default = match (root.or_else(|| config.files_root()), data_dir) {
+        (None, Some(base)) => DefaultRoot::Own(Arc::new(
+            DataDirs::new(base, before_data)
+                .map_err(|error| BuildError::DataDir(base.to_path_buf(), error))?,
+        )),
+        (shared, _) => DefaultRoot::Shared(open_root(shared, trusted)?),
+    };
+    let mut by_plugin = HashMap::new();
+    for (id, root) in config.plugin_roots() {
+        let files = open_root(Some(root), trusted)?;
+        by_plugin.insert(id.to_string(), files);
+    }
+    Ok(FileRoots { by_plugin, default })
 }
 
 /// The file root: `root` when given (an error when it cannot be granted), else the

@@ -42,7 +42,7 @@ pub use state::StoreState;
 use crate::base::fast_map::FastSet;
 use crate::config::grants::Grants;
 use crate::services::debug_log::DebugLog;
-use crate::services::files::Files;
+use crate::services::files::{FileRoots, Files};
 use crate::services::http::PluginHttp;
 use crate::services::log_listener::LogListener;
 use interrupts::Interrupts;
@@ -92,13 +92,18 @@ pub fn link(linker: &Linker<StoreState>, component: &Component) -> Result<Plugin
     PluginPre::new(pre).map_err(|error| CodeError::NoPluginInterface(format!("{error:#}")))
 }
 
+/// The key of `host.config` that answers with the path of the plugin's file root
+/// (`clm.data_dir`): a key no `[tools.NAME]` table can have, since no plugin id or tool
+/// name holds a `:`, so guests of every version ask for it without a new import.
+pub const DATA_DIR_KEY: &str = "toolcell:data_dir";
+
 /// Services every plugin of a runtime shares.
 #[derive(Clone)]
 pub struct SharedServices {
     /// The user's per-tool configuration (`[tools.NAME]`), as JSON object text by NAME.
     pub tool_config: Arc<HashMap<String, String>>,
-    /// The root for file access, or why there is none.
-    pub files: Files,
+    /// Each plugin's root for file access, or why it has none.
+    pub files: FileRoots,
     /// The debug log, if enabled.
     pub debug_log: Option<Arc<DebugLog>>,
     /// Who else hears what plugins log.
@@ -118,8 +123,11 @@ pub struct PluginContext {
     pub tool_config: Arc<HashMap<String, String>>,
     /// The keys of `tool_config` this plugin does not get: other plugin files' ids.
     pub withheld_config: FastSet<String>,
-    /// The root for file access, or why there is none.
+    /// The plugin's root for file access, or why it has none.
     pub files: Files,
+    /// The path of that root, when the plugin may use it: what the guest is told
+    /// ([`DATA_DIR_KEY`]).
+    pub data_dir: Option<String>,
     /// Where `ctx:log`, `print` and `warn` go, within the plugin's log budget.
     pub log: PluginLog,
     /// The plugin's HTTP client, created on its first request.
@@ -147,13 +155,20 @@ impl PluginContext {
             services.debug_log.clone(),
             services.log_listener.clone(),
         );
+        let files = services.files.of(&name);
+        let data_dir = grants
+            .files
+            .can_read()
+            .then(|| files.path().map(|path| path.display().to_string()))
+            .flatten();
         PluginContext {
             name,
             script,
             grants,
             tool_config: services.tool_config.clone(),
             withheld_config,
-            files: services.files.clone(),
+            files,
+            data_dir,
             log,
             http_client: OnceLock::new(),
             interrupts: Interrupts::default(),

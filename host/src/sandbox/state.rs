@@ -131,6 +131,9 @@ impl toolcell::plugin::host::Host for StoreState {
     }
 
     fn config(&mut self, key: String) -> Option<String> {
+        if key == super::DATA_DIR_KEY {
+            return self.plugin.data_dir.clone();
+        }
         if self.plugin.withheld_config.contains(&key) {
             return None;
         }
@@ -144,15 +147,22 @@ impl toolcell::plugin::host::Host for StoreState {
                 self.plugin.grants.hints.files
             ));
         }
-        let root = self
-            .plugin
-            .files
-            .root()
-            .map_err(|reason| format!("cannot read {path}: {reason}"))?
-            .clone();
+        let files = self.plugin.files.clone();
         let max_bytes = self.plugin.grants.limits.memory;
-        match tokio::task::spawn_blocking(move || root.read(&path, max_bytes)).await {
-            Ok(read) => read.map_err(|error| error.to_string()),
+        let read = tokio::task::spawn_blocking(move || {
+            let Some(root) = files
+                .reading()
+                .map_err(|reason| format!("cannot read {path}: {reason}"))?
+            else {
+                // The plugin's own directory before its first write: nothing is there.
+                return Err(format!("cannot read {path}: no such file or directory"));
+            };
+            root.read(&path, max_bytes)
+                .map_err(|error| error.to_string())
+        })
+        .await;
+        match read {
+            Ok(read) => read,
             Err(error) => Err(format!("the read was interrupted: {error}")),
         }
     }
@@ -164,14 +174,18 @@ impl toolcell::plugin::host::Host for StoreState {
                 self.plugin.grants.hints.files
             ));
         }
-        let root = self
-            .plugin
-            .files
-            .root()
-            .map_err(|reason| format!("cannot write {path}: {reason}"))?
-            .clone();
-        match tokio::task::spawn_blocking(move || root.write(&path, &content)).await {
-            Ok(written) => written.map_err(|error| error.to_string()),
+        let files = self.plugin.files.clone();
+        let written = tokio::task::spawn_blocking(move || {
+            // Creating the plugin's own directory touches the disk too.
+            let root = files
+                .writing()
+                .map_err(|reason| format!("cannot write {path}: {reason}"))?;
+            root.write(&path, &content)
+                .map_err(|error| error.to_string())
+        })
+        .await;
+        match written {
+            Ok(written) => written,
             Err(error) => Err(format!("the write was interrupted: {error}")),
         }
     }

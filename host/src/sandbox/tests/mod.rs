@@ -22,7 +22,7 @@ use crate::config::Config;
 use crate::config::grants::{CapabilityPolicy, CommandLine};
 use crate::engine::{Engine, Options};
 use crate::output::outcome::CallOutcome;
-use crate::services::files::Files;
+use crate::services::files::{FileRoots, Files};
 
 /// The plugin shell of the hostile suite: a component of the plugin world around one
 /// core module.
@@ -56,7 +56,7 @@ fn context(limits: Limits, command_line: CommandLine, files: Files) -> Arc<Plugi
     let grants = policy.grant(&Manifest::clm_default(NAME));
     let services = SharedServices {
         tool_config: Arc::new(HashMap::new()),
-        files,
+        files: FileRoots::shared(files),
         debug_log: None,
         log_listener: None,
     };

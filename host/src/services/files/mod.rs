@@ -20,6 +20,10 @@ use cap_std::fs::{Dir, OpenOptions};
 use crate::base::limits::format_bytes;
 use crate::services::trusted::{Inside, TrustedPaths};
 
+pub use own::{DATA_DIRS, DataDirs, DefaultRoot, FileRoots, OwnRoot};
+
+mod own;
+
 /// How a plugin may use the file root: what a manifest asks for, what the user's
 /// policy allows, and what a plugin is granted (the lesser of the two).
 #[derive(
@@ -95,21 +99,44 @@ impl std::str::FromStr for FileAccess {
 /// Distinguishes temporary files of concurrent writes by this process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The file root every plugin of a runtime shares, or why there is none.
+/// A plugin's file root, or why it has none.
 #[derive(Debug, Clone)]
 pub enum Files {
-    /// Plugins may use this root (each as its grant allows).
+    /// A root the user granted (shared, or this plugin's alone).
     Root(Arc<FileRoot>),
+    /// The plugin's own directory, created on its first write.
+    Own(Arc<OwnRoot>),
     /// No root: every access fails with this reason.
     Refused(Arc<str>),
 }
 
 impl Files {
-    /// The root, or the reason there is none.
-    pub fn root(&self) -> Result<&Arc<FileRoot>, &str> {
+    /// The root to read from; `None` when it is the plugin's own directory and that
+    /// does not exist yet, so there is nothing to read. The error is why there is no
+    /// root.
+    pub fn reading(&self) -> Result<Option<Arc<FileRoot>>, String> {
         match self {
-            Files::Root(root) => Ok(root),
-            Files::Refused(reason) => Err(reason),
+            Files::Root(root) => Ok(Some(root.clone())),
+            Files::Own(own) => own.existing(),
+            Files::Refused(reason) => Err(reason.to_string()),
+        }
+    }
+
+    /// The root to write to, the plugin's own directory created if need be.
+    pub fn writing(&self) -> Result<Arc<FileRoot>, String> {
+        match self {
+            Files::Root(root) => Ok(root.clone()),
+            Files::Own(own) => own.created(),
+            Files::Refused(reason) => Err(reason.to_string()),
+        }
+    }
+
+    /// Where the root is, as the plugin sees it (`clm.data_dir`); `None` without one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Files::Root(root) => Some(root.path()),
+            Files::Own(own) => Some(own.path()),
+            Files::Refused(_) => None,
         }
     }
 }

@@ -457,14 +457,14 @@ fn file_access_parses_its_three_words_and_orders_them_by_what_they_allow() {
 #[test]
 fn a_runtime_without_a_root_refuses_with_its_reason() {
     let refused = Files::Refused("no file root: --root is not set".into());
-    assert_eq!(
-        refused.root().err(),
-        Some("no file root: --root is not set")
-    );
+    for error in [refused.reading().err(), refused.writing().err()] {
+        assert_eq!(error.as_deref(), Some("no file root: --root is not set"));
+    }
+    assert_eq!(refused.path(), None);
     let fixture = Fixture::new();
     let files = Files::Root(Arc::new(fixture.open()));
-    assert_eq!(
-        files.root().expect("root").path(),
-        fixture.root_dir().as_path()
-    );
+    let reading = files.reading().expect("root").expect("an open root");
+    assert_eq!(reading.path(), fixture.root_dir().as_path());
+    assert_eq!(files.writing().expect("root").path(), reading.path());
+    assert_eq!(files.path(), Some(fixture.root_dir().as_path()));
 }
