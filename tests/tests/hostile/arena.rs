@@ -117,7 +117,7 @@ impl Arena {
     /// The root as the runtime is given it, if it is given one.
     fn given_root(&self) -> Option<PathBuf> {
         match self.layout {
-            Layout::HomeAsDefaultRoot => None,
+            Layout::HomeAsDefaultRoot | Layout::OwnDirs => None,
             Layout::CacheInRoot { via_symlink: true } => Some(self.base.join("rootlink")),
             _ => Some(self.root()),
         }
@@ -387,6 +387,9 @@ async fn run_async(attack: &Attack, form: Form) -> Result<(), Failure> {
     if let Some(root) = arena.given_root() {
         builder = builder.root(root);
     }
+    if attack.layout == Layout::OwnDirs {
+        builder = builder.data_dir(arena.root());
+    }
     if attack.net.grant_loopback {
         builder = builder.allow_http("127.0.0.1".parse::<HostGrant>().expect("grant"));
     }
@@ -578,6 +581,7 @@ fn prepare(
         )
         .map_err(std::io::Error::from),
         Setup::Dir(path) => std::fs::create_dir(root.join(path)),
+        Setup::File(path, content) => std::fs::write(root.join(path), content),
         Setup::LinkedPlugin { link, target } => std::fs::write(
             root.join(target),
             r#"clm.tool_register("victim", { invoke = function(_, c) c:complete("victim") end })"#,

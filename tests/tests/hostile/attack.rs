@@ -122,6 +122,8 @@ pub enum Setup {
     ZeroDevice(&'static str),
     /// A directory inside the root.
     Dir(&'static str),
+    /// A file inside the root, with its content.
+    File(&'static str, &'static str),
     /// A plugin whose file lies in the root (`target`) and which the plugin directory
     /// holds as the symlink `link`; its tool `victim` answers "victim".
     LinkedPlugin {
@@ -144,6 +146,9 @@ pub enum Layout {
     /// `root/`, holding a `.bashrc`: the runtime runs in a child process whose `HOME`
     /// and working directory are that directory.
     HomeAsDefaultRoot,
+    /// No root is given, but a data directory, `root/`: each plugin gets its own
+    /// directory there, `root/ID`. Only the attacking plugin's own directory may change.
+    OwnDirs,
 }
 
 /// The session an attack's calls go through, as an agent's model makes them.
@@ -375,6 +380,13 @@ impl Attack {
     /// Gives no root, from a working directory that is the home directory (`{home}`).
     pub fn home_as_default_root(mut self) -> Self {
         self.layout = Layout::HomeAsDefaultRoot;
+        self
+    }
+
+    /// Runs the attack with no root and `root/` as the data directory (see
+    /// [`Layout::OwnDirs`]).
+    pub fn own_dirs(mut self) -> Self {
+        self.layout = Layout::OwnDirs;
         self
     }
 

@@ -517,6 +517,69 @@ fn files() -> Vec<Attack> {
             &path(".ssh/authorized_keys"),
             &format!("nil | cannot read .ssh/authorized_keys: {HOME_REFUSED}"),
         ),
+        attack(
+            Files,
+            "other_plugin",
+            "another plugin's own directory: by a relative path, `..`, its absolute path, a planted symlink",
+        )
+        .own_dirs()
+        .setup(Setup::Dir("aaa_canary"))
+        .setup(Setup::File("aaa_canary/secret.txt", "the canary's secret"))
+        .setup(Setup::Dir("other_plugin"))
+        .setup(Setup::Symlink {
+            link: "other_plugin/steal",
+            target: "../aaa_canary",
+        })
+        .setup(Setup::Symlink {
+            link: "other_plugin/steal_file",
+            target: "{root}/aaa_canary/secret.txt",
+        })
+        .completes("other_dir", "{}", "{root}/other_plugin")
+        .completes(
+            "other_read",
+            &path("aaa_canary/secret.txt"),
+            "nil | cannot read aaa_canary/secret.txt: no such file or directory",
+        )
+        .completes(
+            "other_read",
+            &path("../aaa_canary/secret.txt"),
+            "nil | cannot read ../aaa_canary/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "other_write",
+            &path("../aaa_canary/secret.txt"),
+            "nil | cannot write ../aaa_canary/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "other_read",
+            &path("{root}/aaa_canary/secret.txt"),
+            "nil | cannot read {root}/aaa_canary/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "other_write",
+            &path("{root}/aaa_canary/planted.txt"),
+            "nil | cannot write {root}/aaa_canary/planted.txt: it is outside the granted root",
+        )
+        .completes(
+            "other_read",
+            &path("steal/secret.txt"),
+            "nil | cannot read steal/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "other_write",
+            &path("steal/secret.txt"),
+            "nil | cannot write steal/secret.txt: it is outside the granted root",
+        )
+        .completes(
+            "other_read",
+            &path("steal_file"),
+            "nil | cannot read steal_file: it is outside the granted root",
+        )
+        .completes(
+            "other_write",
+            &path("steal_file"),
+            "nil | cannot write steal_file: it is outside the granted root",
+        ),
     ]
 }
 
