@@ -338,7 +338,7 @@ fn an_unknown_key_is_refused_naming_it_and_its_line() {
         ("\n\n[files]\nacess = \"none\"", "acess", 4),
         ("[output.tools.t]\nmax_line = 1", "max_line", 2),
         ("[plugins.p]\nlimit = 1", "limit", 2),
-        ("[plugins.p.files]\nroot = \"x\"", "root", 2),
+        ("[plugins.p.files]\nroots = \"x\"", "roots", 2),
         ("[limit]\nfuel = 1", "limit", 1),
     ] {
         let message = error(text);

@@ -12,7 +12,7 @@ use crate::support::*;
 
 #[test]
 fn a_cache_inside_the_root_is_not_used_and_a_plugin_cannot_plant_an_entry() {
-    // The reproduction: the cache lies inside the directory toolcell runs from.
+    // The reproduction: the cache lies inside the file root.
     let base = temp_dir();
     let root = base.path().join("root");
     let cache = root.join(".cache/toolcell");
@@ -36,7 +36,8 @@ fn a_cache_inside_the_root_is_not_used_and_a_plugin_cannot_plant_an_entry() {
 
     let in_root = |tool: &str, path: &str| {
         run(with_cache()
-            .current_dir(&root)
+            .arg("--root")
+            .arg(&root)
             .arg(tool)
             .arg(json!({ "path": path, "content": "\u{7f}ELF planted" }).to_string()))
     };
