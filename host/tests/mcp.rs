@@ -1048,3 +1048,294 @@ async fn http_a_call_in_a_deleted_session_is_not_found() {
         (404, "Not Found: Session not found")
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Input-required results (protocol 2026-07-28, SEP-2322)
+// ---------------------------------------------------------------------------------
+
+/// A plugin that asks two questions, each keyed (`x-toolcell-key`), and completes with
+/// both answers, or with why one went unanswered.
+const ASKS: &str = r#"
+local function ask(ctx, key, field, kind)
+  return ctx:ask("Give " .. field, {
+    ["x-toolcell-key"] = key,
+    type = "object",
+    properties = { [field] = { type = kind } },
+    required = { field },
+  })
+end
+clm.tool_register("ask", {
+  timeout_ms = 500,
+  invoke = function(_, ctx)
+    local first, why = ask(ctx, "first", "a", "string")
+    if not first then return ctx:complete("no answer: " .. why) end
+    local second, why2 = ask(ctx, "second", "b", "integer")
+    if not second then return ctx:complete("no answer: " .. why2) end
+    ctx:complete(first.a .. " " .. math.tointeger(second.b))
+  end,
+})
+"#;
+
+/// A `tools/call` of protocol 2026-07-28 from a client that declared elicitation,
+/// with `extra` params (`inputResponses`, `requestState`); the JSON-RPC response.
+async fn call_2026(server: &HttpServer, tool: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": tool,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+            "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "1" },
+        },
+    });
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        params[key] = value.clone();
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    ];
+    let (_, content_type, body) = server.post(body.to_string(), &headers).await;
+    if content_type.starts_with("text/event-stream") {
+        sse_messages(&body)
+            .into_iter()
+            .find(|message| message["id"] == 1)
+            .unwrap_or_else(|| panic!("no response in {body}"))
+    } else {
+        serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}"))
+    }
+}
+
+/// An elicitation result accepting `content`.
+fn accept(content: Value) -> Value {
+    json!({ "action": "accept", "content": content })
+}
+
+/// The `requestState` of an input-required result asking exactly `keys`.
+#[track_caller]
+fn asked(response: &Value, keys: &[&str]) -> String {
+    let result = &response["result"];
+    assert_eq!(result["resultType"], "input_required", "{response}");
+    let requests = result["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(
+        requests.keys().map(String::as_str).collect::<Vec<_>>(),
+        keys,
+        "{response}"
+    );
+    result["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_string()
+}
+
+#[track_caller]
+fn completed(response: &Value) -> String {
+    assert!(
+        response["result"]["resultType"] != "input_required",
+        "{response}"
+    );
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {response}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn input_required_results_ask_round_by_round_and_refuse_bad_state() {
+    let server = HttpServer::start(&[("ask.lua", ASKS), ("echo.lua", ECHO)], &[], &[]);
+    let args = json!({});
+    let first = call_2026(&server, "ask", args.clone(), json!({})).await;
+    let state1 = asked(&first, &["first"]);
+    let request = &first["result"]["inputRequests"]["first"];
+    assert_eq!(request["method"], "elicitation/create", "{first}");
+    assert_eq!(request["params"]["message"], "Give a", "{first}");
+    let form = &request["params"]["requestedSchema"];
+    assert!(
+        form.get("x-toolcell-key").is_none(),
+        "the key stays on the server: {form}"
+    );
+    assert_eq!(form["required"], json!(["a"]), "{form}");
+
+    // A state altered by one character, carried to another tool, or with other
+    // arguments, is refused and leaves the call waiting.
+    let mut tampered = state1.clone().into_bytes();
+    tampered[5] = if tampered[5] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let refused = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": tampered }),
+    )
+    .await;
+    assert_error(&refused, -32602, json!(1), "was not issued by this server");
+    let refused = call_2026(
+        &server,
+        "echo",
+        json!({}),
+        json!({ "requestState": state1 }),
+    )
+    .await;
+    assert_error(
+        &refused,
+        -32602,
+        json!(1),
+        "belongs to a call of tool 'ask'",
+    );
+    let refused = call_2026(
+        &server,
+        "ask",
+        json!({ "other": 1 }),
+        json!({ "requestState": state1 }),
+    )
+    .await;
+    assert_error(&refused, -32602, json!(1), "call with other arguments");
+
+    // No response for the open question: it is asked again, in a new round; responses
+    // for keys nobody asked are ignored.
+    let again = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": state1, "inputResponses": { "nobody": accept(json!({})) } }),
+    )
+    .await;
+    let state2 = asked(&again, &["first"]);
+    assert_ne!(state1, state2);
+    let replayed = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": state1 }),
+    )
+    .await;
+    assert_error(&replayed, -32602, json!(1), "earlier round");
+
+    // A response that is not an elicitation result is refused; the call still waits.
+    let refused = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": state2, "inputResponses": { "first": 12345 } }),
+    )
+    .await;
+    assert_error(
+        &refused,
+        -32602,
+        json!(1),
+        "inputResponses.first must be an elicitation result",
+    );
+
+    // The answer reaches the plugin, which asks its second question: a third round.
+    // The client took longer than the tool's whole deadline (500 ms): the wait does not
+    // count against it.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let second = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": state2, "inputResponses": { "first": accept(json!({ "a": "x" })) } }),
+    )
+    .await;
+    let state3 = asked(&second, &["second"]);
+    let done = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": state3, "inputResponses": { "second": accept(json!({ "b": 7 })) } }),
+    )
+    .await;
+    assert_eq!(completed(&done), "x 7");
+    let ended = call_2026(
+        &server,
+        "ask",
+        args.clone(),
+        json!({ "requestState": state3 }),
+    )
+    .await;
+    assert_error(
+        &ended,
+        -32602,
+        json!(1),
+        "no call waits on this requestState",
+    );
+}
+
+#[tokio::test]
+async fn input_required_results_answer_from_a_first_request_and_refuse_oversized_answers() {
+    let server = HttpServer::start(&[("ask.lua", ASKS)], &[], &[]);
+    // A client that knows the keys answers in its first request: nothing waits.
+    let done = call_2026(
+        &server,
+        "ask",
+        json!({}),
+        json!({ "inputResponses": {
+            "first": accept(json!({ "a": "y" })),
+            "second": accept(json!({ "b": 2 })),
+        } }),
+    )
+    .await;
+    assert_eq!(completed(&done), "y 2");
+    // An answer larger than 64 KiB never reaches the plugin; a declined one says so.
+    let big = "z".repeat(100 * 1024);
+    let done = call_2026(
+        &server,
+        "ask",
+        json!({}),
+        json!({ "inputResponses": { "first": accept(json!({ "a": big })) } }),
+    )
+    .await;
+    assert_eq!(
+        completed(&done),
+        "no answer: the answer is larger than 64 KiB, the most a plugin is given"
+    );
+    let done = call_2026(
+        &server,
+        "ask",
+        json!({}),
+        json!({ "inputResponses": { "first": { "action": "decline" } } }),
+    )
+    .await;
+    assert_eq!(completed(&done), "no answer: declined");
+}
+
+#[tokio::test]
+async fn waiting_calls_are_capped_and_expire() {
+    let server = HttpServer::start(
+        &[("ask.lua", ASKS), ("echo.lua", ECHO)],
+        &["--max-waiting-calls", "2", "--waiting-call-ttl", "2"],
+        &[],
+    );
+    let first = asked(
+        &call_2026(&server, "ask", json!({}), json!({})).await,
+        &["first"],
+    );
+    asked(
+        &call_2026(&server, "ask", json!({}), json!({})).await,
+        &["first"],
+    );
+    // A third call would wait past the cap: its question goes unanswered, with why.
+    let third = call_2026(&server, "ask", json!({}), json!({})).await;
+    assert_eq!(
+        completed(&third),
+        "no answer: too many calls wait for their MCP client's input: 2 are waiting and the server allows 2 (--max-waiting-calls)"
+    );
+    // Calls that do not ask run as before.
+    let echo = call_2026(&server, "echo", json!({ "text": "still here" }), json!({})).await;
+    assert_eq!(completed(&echo), "still here");
+    // Past the TTL the waiting calls are cancelled, and the cap has room again.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let expired = call_2026(&server, "ask", json!({}), json!({ "requestState": first })).await;
+    assert_error(
+        &expired,
+        -32602,
+        json!(1),
+        "no call waits on this requestState",
+    );
+    asked(
+        &call_2026(&server, "ask", json!({}), json!({})).await,
+        &["first"],
+    );
+}

@@ -8,7 +8,9 @@ The server runs with `[permissions] default = "ask"`, `allow = ["hello"]` and
 `deny = ["danger*"]`. A client that can elicit is asked about each `ask` call through a
 form, and its answers (allow once, allow for the session, deny with feedback, decline)
 decide; "allow for the session" lasts for that session only. A client that cannot elicit
-gets `--ask-fallback`: denied by default, allowed with `--ask-fallback allow`. Each check
+gets `--ask-fallback`: denied by default, allowed with `--ask-fallback allow`. Over HTTP,
+a client of protocol 2026-07-28 (`auto` mode) is asked by input-required results, with
+no "allow for the session" since it has no session. Each check
 prints `ok - NAME`; the first failure raises, which exits non-zero with the reason.
 """
 
@@ -164,6 +166,31 @@ async def plain_session(client: Client, fallback: str) -> None:
         ok("a client that cannot elicit is allowed with --ask-fallback allow")
 
 
+async def input_required_client(client: Client, user: User) -> None:
+    """Protocol 2026-07-28: `ask` goes back to the client as an input-required result,
+    and the call runs on once the client calls again with the answer."""
+    user.will("accept", "allow_once")
+    result = await call(client, "note_write", {"text": "r"})
+    check(text_of(result).startswith("written r"), f"allowed once by input-required result: {result!r}")
+    question = user.asked[-1]
+    check("note_write" in question.message and '"text":"r"' in question.message,
+          f"the question names the tool and the arguments: {question.message!r}")
+    choices = question.requested_schema["properties"]["decision"]
+    choice_values = [choice["const"] for choice in choices.get("oneOf", [])] or choices.get("enum")
+    check(choice_values == ["allow_once", "deny"], f"no session to allow for: {choices!r}")
+    ok("ask by an input-required result: allow once")
+
+    user.will("accept", "deny", "not now")
+    result = await call(client, "erase", {})
+    check(text_of(result) == "[tool failed: tool 'erase' was denied: the user denied it: not now]",
+          f"denial with feedback: {text_of(result)!r}")
+    user.will("decline")
+    result = await call(client, "erase", {})
+    check(text_of(result) == "[tool failed: tool 'erase' was denied: the user denied it]",
+          f"a declined form denies: {text_of(result)!r}")
+    ok("deny and decline by input-required results")
+
+
 async def main() -> None:
     options = options_parser(__doc__).parse_args()
     toolcell = options.toolcell
@@ -209,6 +236,11 @@ async def main() -> None:
                           and len(other.asked) == 1, f"another session asks again: {result!r}")
                 ok("another HTTP session asks again")
                 async with Client(url, mode="legacy") as client:
+                    await plain_session(client, "deny")
+                user = User()
+                async with Client(url, mode="auto", elicitation_callback=user) as client:
+                    await input_required_client(client, user)
+                async with Client(url, mode="auto") as client:
                     await plain_session(client, "deny")
     print("all checks passed", flush=True)
 

@@ -6,8 +6,10 @@ Run by host/tests/mcp.rs:
     python3 tests/mcp/show_and_ask.py --toolcell BIN --transport stdio|http --mode legacy|auto
 
 Content parts are checked on both protocol modes. The question is answered through
-form elicitation in `legacy` sessions (protocol 2025-11-25), whose client declares it;
-a session whose client cannot elicit tells the plugin why nobody answered.
+form elicitation: by a server-to-client request in `legacy` sessions (protocol
+2025-11-25), and by input-required results in `auto` mode (protocol 2026-07-28, the
+SDK's client driving the rounds); a client that cannot elicit tells the plugin why
+nobody answered.
 """
 
 from __future__ import annotations
@@ -164,11 +166,9 @@ async def main() -> None:
             user = User()
             async with Client(server, mode=options.mode, elicitation_callback=user) as client:
                 await shows(client)
-                if options.mode == "legacy":
-                    await asks(client, user)
-            if options.mode == "legacy":
-                async with Client(server, mode=options.mode) as client:
-                    await cannot_ask(client)
+                await asks(client, user)
+            async with Client(server, mode=options.mode) as client:
+                await cannot_ask(client)
 
         if options.transport == "stdio":
             await sessions(StdioServerParameters(command=options.toolcell, args=base, env=env, cwd=root))

@@ -75,6 +75,15 @@ pub(super) struct ServeArgs {
     /// cannot ask its user (it does not support elicitation): allow or deny
     #[arg(long, value_enum, value_name = "ALLOW|DENY", default_value_t = AskFallback::Deny)]
     ask_fallback: AskFallback,
+    /// How many calls may wait at once for their MCP client's answer to a question or
+    /// an approval (protocol 2026-07-28, input-required results); past that, the
+    /// question is unanswered and the approval denied, with the reason.
+    #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_MAX_WAITING_CALLS)]
+    max_waiting_calls: u32,
+    /// How long a call waits for its MCP client's answer (protocol 2026-07-28) before
+    /// it is cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = mcp::DEFAULT_WAITING_CALL_TTL.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    waiting_call_ttl: u64,
     /// Also serve the runtime's metrics in Prometheus' text format at
     /// http://IP:PORT/metrics. Loopback addresses only, unless --allow-remote-metrics
     #[arg(long, value_name = "IP:PORT")]
@@ -144,6 +153,8 @@ pub(super) fn run(tokio_rt: &tokio::runtime::Runtime, args: ServeArgs) -> ExitCo
         watch: args.watch,
         floor_tool: args.bench_floor_tool,
         ask_fallback: args.ask_fallback,
+        max_waiting_calls: args.max_waiting_calls,
+        waiting_call_ttl: Duration::from_secs(args.waiting_call_ttl),
     };
     let connections = ConnectionLimits {
         max: args.max_connections,

@@ -1,8 +1,7 @@
 //! Who answers `ask` in an MCP session: the client's user, through an
 //! `elicitation/create` request, when the client declared form elicitation when it
-//! initialized; otherwise `--ask-fallback` (deny by default). Sessions of protocol
-//! 2026-07-28, which ask through input-required results instead of server requests,
-//! get the fallback.
+//! initialized; otherwise `--ask-fallback` (deny by default). Requests of protocol
+//! 2026-07-28 ask with the same form through input-required results (`input`).
 
 use std::sync::Arc;
 
@@ -41,6 +40,11 @@ pub(super) fn for_session(peer: &Peer<RoleServer>, fallback: AskFallback) -> App
             fallback,
         })));
     }
+    without_asking(fallback)
+}
+
+/// The approvals of a client that cannot be asked: `--ask-fallback` decides.
+pub(super) fn without_asking(fallback: AskFallback) -> Approvals {
     match fallback {
         AskFallback::Allow => Approvals::new(None),
         AskFallback::Deny => Approvals::refusing(CANNOT_ASK),
@@ -54,7 +58,8 @@ struct Elicitor {
     fallback: AskFallback,
 }
 
-/// The form's choices, as the client's user sees them.
+/// The form's choices, as the client's user sees them; the second lasts for the
+/// session, which requests without one (protocol 2026-07-28) do not offer.
 const CHOICES: [(&str, &str); 3] = [
     ("allow_once", "Allow once"),
     ("allow_session", "Allow for this session"),
@@ -69,7 +74,7 @@ impl PermissionHandler for Elicitor {
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message: message(&prompt),
-                requested_schema: form(),
+                requested_schema: form_schema(),
             };
             match peer.create_elicitation(params).await {
                 Ok(result) => match result.action {
@@ -96,7 +101,7 @@ impl PermissionHandler for Elicitor {
 
 /// What the user reads: the tool, what its plugin may do, the arguments (cut as the
 /// terminal's question cuts them).
-fn message(prompt: &PermissionPrompt) -> String {
+pub(super) fn message(prompt: &PermissionPrompt) -> String {
     let grants = &prompt.plugin.grants;
     format!(
         "Allow tool '{}' of plugin '{}' (files: {}, HTTP: {}) to run with {}?",
@@ -108,12 +113,30 @@ fn message(prompt: &PermissionPrompt) -> String {
     )
 }
 
-/// The form: a required choice, and optional feedback for the model.
-fn form() -> ElicitationSchema {
+/// The form of a session's approval.
+fn form_schema() -> ElicitationSchema {
+    let choices: Vec<_> = CHOICES.iter().collect();
+    schema_of(&choices)
+}
+
+/// The form of an approval without a session, as JSON: allow once or deny.
+pub(super) fn form_once() -> serde_json::Map<String, serde_json::Value> {
+    let choices: Vec<_> = CHOICES
+        .iter()
+        .filter(|(value, _)| *value != "allow_session")
+        .collect();
+    match serde_json::to_value(schema_of(&choices)) {
+        Ok(serde_json::Value::Object(form)) => form,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// The form: a required choice among `choices`, and optional feedback for the model.
+fn schema_of(choices: &[&(&str, &str)]) -> ElicitationSchema {
     let decision =
-        EnumSchema::builder(CHOICES.iter().map(|(value, _)| value.to_string()).collect())
+        EnumSchema::builder(choices.iter().map(|(value, _)| value.to_string()).collect())
             .title("Decision")
-            .enum_titles(CHOICES.iter().map(|(_, title)| title.to_string()).collect());
+            .enum_titles(choices.iter().map(|(_, title)| title.to_string()).collect());
     let builder = ElicitationSchema::builder();
     let builder = match decision {
         Ok(decision) => builder.required_enum_schema("decision", decision.build()),
@@ -127,7 +150,7 @@ fn form() -> ElicitationSchema {
 }
 
 /// The answer in an accepted form; anything else denies.
-fn read_form(content: Option<&serde_json::Value>) -> Answer {
+pub(super) fn read_form(content: Option<&serde_json::Value>) -> Answer {
     let field = |name: &str| {
         content
             .and_then(|content| content.get(name))

@@ -18,6 +18,8 @@
 //! - `approval`: who answers the permission policy's `ask` in a session (elicitation,
 //!   else `--ask-fallback`), and the questions plugins ask;
 //! - `questions`: who answers the questions plugins ask (elicitation);
+//! - `input`: input-required results (protocol 2026-07-28): questions and approvals
+//!   answered by the client's next request, the calls waiting for it;
 //! - `content`: a call's outcome as MCP content.
 //!
 //! Both transports share one [`ServerState`]: the runtime behind a lock (held only to
@@ -30,6 +32,7 @@ mod connections;
 mod content;
 mod direct;
 mod http;
+mod input;
 mod jsonrpc;
 mod lifecycle;
 mod lines;
@@ -40,6 +43,7 @@ mod server;
 mod stdio;
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::time::Duration;
 
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +57,7 @@ pub use http::{
     DEFAULT_MAX_SESSIONS, ENDPOINT, HEALTH_ENDPOINT, HttpOptions, HttpServer, READY_ENDPOINT,
     SESSION_IDLE,
 };
+pub use input::{DEFAULT_MAX_WAITING_CALLS, DEFAULT_WAITING_CALL_TTL};
 pub use jsonrpc::{MAX_DEPTH, MAX_MESSAGE_BYTES};
 pub use lifecycle::Lifecycle;
 pub use logging::LogRouter;
@@ -74,12 +79,14 @@ pub struct ServerState {
     shutdown: CancellationToken,
     lifecycle: Lifecycle,
     options: ServeOptions,
+    /// The calls waiting for their client's input (protocol 2026-07-28).
+    waiting: Arc<input::Waiting>,
     /// The scope every session starts with (`serve --tools`).
     scope: Scope,
 }
 
 /// How the server behaves beyond what the runtime decides.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct ServeOptions {
     /// Plugins are reloaded when their files change, so the tool list may change:
     /// advertise `tools.listChanged` and send the notifications.
@@ -88,6 +95,23 @@ pub struct ServeOptions {
     pub floor_tool: bool,
     /// What `ask` does when the client cannot be asked (it does not elicit).
     pub ask_fallback: AskFallback,
+    /// How many calls may wait for their client's input at once (protocol
+    /// 2026-07-28); a call that would wait past that has its question unanswered.
+    pub max_waiting_calls: u32,
+    /// How long a call waits for its client's input before it is cancelled.
+    pub waiting_call_ttl: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            watch: false,
+            floor_tool: false,
+            ask_fallback: AskFallback::default(),
+            max_waiting_calls: DEFAULT_MAX_WAITING_CALLS,
+            waiting_call_ttl: DEFAULT_WAITING_CALL_TTL,
+        }
+    }
 }
 
 impl ServerState {
@@ -100,13 +124,20 @@ impl ServerState {
         lifecycle: Lifecycle,
     ) -> ServerState {
         let (changes, _) = broadcast::channel(16);
+        let shutdown = CancellationToken::new();
+        let waiting = Arc::new(input::Waiting::new(
+            options.max_waiting_calls,
+            options.waiting_call_ttl,
+            shutdown.clone(),
+        ));
         ServerState {
             runtime,
             logs,
             changes,
-            shutdown: CancellationToken::new(),
+            shutdown,
             lifecycle,
             options,
+            waiting,
             scope: Scope::all(),
         }
     }

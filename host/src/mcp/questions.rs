@@ -8,7 +8,7 @@ use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::Peer;
 
-use crate::services::ask::{BoxFuture, Question, QuestionHandler, Reply};
+use crate::services::ask::{BoxFuture, Question, QuestionHandler, Reply, client_form};
 
 /// Why a session's questions go unanswered when its client cannot be asked.
 const CANNOT_ASK: &str = "the MCP client cannot ask its user (it did not declare form \
@@ -19,8 +19,13 @@ pub(super) fn for_session(peer: &Peer<RoleServer>) -> Arc<dyn QuestionHandler> {
     if super::approval::can_ask(peer) {
         Arc::new(Elicitor { peer: peer.clone() })
     } else {
-        Arc::new(|_question: Question| async { Reply::Unanswered(CANNOT_ASK.to_string()) })
+        nobody()
     }
+}
+
+/// The handler of a client that cannot be asked.
+pub(super) fn nobody() -> Arc<dyn QuestionHandler> {
+    Arc::new(|_question: Question| async { Reply::Unanswered(CANNOT_ASK.to_string()) })
 }
 
 /// Asks the client's user with the plugin's form.
@@ -32,15 +37,16 @@ impl QuestionHandler for Elicitor {
     fn ask(&self, question: Question) -> BoxFuture<Reply> {
         let peer = self.peer.clone();
         Box::pin(async move {
-            let schema: ElicitationSchema =
-                match serde_json::from_value(serde_json::Value::Object(question.schema)) {
-                    Ok(schema) => schema,
-                    Err(error) => {
-                        return Reply::Unanswered(format!(
-                            "the form cannot be sent to the MCP client: {error}"
-                        ));
-                    }
-                };
+            let schema: ElicitationSchema = match serde_json::from_value(serde_json::Value::Object(
+                client_form(&question.schema),
+            )) {
+                Ok(schema) => schema,
+                Err(error) => {
+                    return Reply::Unanswered(format!(
+                        "the form cannot be sent to the MCP client: {error}"
+                    ));
+                }
+            };
             let params = ElicitRequestParams::FormElicitationParams {
                 meta: None,
                 message: question.message,

@@ -41,7 +41,7 @@
 // versions this server speaks have it.
 #![allow(deprecated)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
@@ -50,18 +50,21 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
-    ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, InputResponses,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, RequestId,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::model::{LoggingLevel, SetLevelRequestParams};
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::input::{self, Parked};
 use super::logging::{CallLog, Rate};
 use super::{FLOOR_TOOL, ServerState, approval, direct};
 use crate::policy::Approvals;
@@ -189,9 +192,9 @@ impl SessionState {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         if self.shared.options.floor_tool && request.name == FLOOR_TOOL {
-            return Ok(CallToolResult::success(vec![ContentBlock::text("pong")]));
+            return Ok(CallToolResult::success(vec![ContentBlock::text("pong")]).into());
         }
         if self.shared.lifecycle.is_draining() {
             return Err(ErrorData::internal_error(
@@ -205,46 +208,164 @@ impl SessionState {
         // The session's own tool: the name is kept for it whenever tools may be
         // deferred, so no plugin's tool answers to it then.
         if request.name == SEARCH_TOOLS && self.shared.runtime().offers_tool_search() {
-            return self.search(args, &context).await;
+            return self.search(args, &context).await.map(Into::into);
         }
-        let approvals = self.approvals.get_or_init(|| {
-            Arc::new(
-                approval::for_session(&context.peer, self.shared.options.ask_fallback)
-                    .with_questions(super::questions::for_session(&context.peer)),
-            )
-        });
-        let (mut log, started) = {
+        let responses = request.input_responses.unwrap_or_default();
+        if !asks_by_result(&context) {
+            let approvals = self.approvals.get_or_init(|| {
+                Arc::new(
+                    approval::for_session(&context.peer, self.shared.options.ask_fallback)
+                        .with_questions(super::questions::for_session(&context.peer)),
+                )
+            });
+            let running = match self.start(&request.name, args, approvals.clone(), None, &context) {
+                Ok(running) => running,
+                Err(answer) => return *answer,
+            };
+            return self.drive(running, &responses, None, context).await;
+        }
+        // Protocol 2026-07-28: questions and approvals go back as input-required
+        // results, and the call waits for the request that answers them.
+        if let Some(state) = &request.request_state {
+            let binding = input::Binding::new(&request.name, &args);
+            return self.resume(state, binding, &responses, context).await;
+        }
+        let can_elicit = context
+            .meta
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some());
+        // Only a call that can ask may wait, so only its arguments are digested.
+        let (approvals, asks, binding) = if can_elicit {
+            let (approvals, asks) = input::Asking::approvals();
+            let binding = input::Binding::new(&request.name, &args);
+            (approvals, Some(asks), binding)
+        } else {
+            let approvals = approval::without_asking(self.shared.options.ask_fallback)
+                .with_questions(super::questions::nobody());
+            (approvals, None, input::Binding::none())
+        };
+        let mut running = match self.start(&request.name, args, Arc::new(approvals), asks, &context)
+        {
+            Ok(running) => running,
+            Err(answer) => return *answer,
+        };
+        running.binding = binding;
+        self.drive(running, &responses, None, context).await
+    }
+
+    /// Starts the call of `tool`: what `drive` runs, or the answer when it did not
+    /// start.
+    fn start(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        approvals: Arc<Approvals>,
+        asks: Option<mpsc::UnboundedReceiver<input::Asked>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Parked, Box<Result<CallToolResponse, ErrorData>>> {
+        let (log, started) = {
             let runtime = self.shared.runtime();
             let id = runtime.reserve_call_id();
             // Listening starts before the call does: its first step may run at once.
-            let log = self.log_level(&context).map(|level| {
+            let log = self.log_level(context).map(|level| {
                 self.shared
                     .logs
-                    .listen(id.get(), &request.name, level, self.log_rate.clone())
+                    .listen(id.get(), tool, level, self.log_rate.clone())
             });
             let options = CallOptions {
                 id: Some(id),
                 refuse_hidden: true,
-                approvals: Some(approvals.clone()),
+                approvals: Some(approvals),
             };
-            let started = self.view.call_with(&runtime, &request.name, args, options);
+            let started = self.view.call_with(&runtime, tool, args, options);
             (log, started)
         };
-        let mut call = match started {
+        let call = match started {
             Ok(call) => call,
             Err(error @ (InvokeError::UnknownTool { .. } | InvokeError::Unavailable { .. })) => {
-                return Err(ErrorData::invalid_params(error.to_string(), None));
+                return Err(Box::new(Err(ErrorData::invalid_params(
+                    error.to_string(),
+                    None,
+                ))));
             }
             Err(error @ InvokeError::InvalidArguments { .. }) => {
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    error.to_string(),
-                )]));
+                return Err(Box::new(Ok(CallToolResult::error(vec![
+                    ContentBlock::text(error.to_string()),
+                ])
+                .into())));
             }
         };
+        let mut log = log;
         // What the plugin logs is its words, as its output is.
         if let Some(log) = &mut log {
             log.envelop(call.envelope());
         }
+        Ok(Parked {
+            call,
+            asks,
+            open: Vec::new(),
+            log,
+            binding: input::Binding::none(),
+        })
+    }
+
+    /// A request that answers a waiting call (`requestState`): the responses to what
+    /// it asked go to it, and it runs on.
+    async fn resume(
+        &self,
+        state: &str,
+        binding: input::Binding,
+        responses: &InputResponses,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let waiting = &self.shared.waiting;
+        let (ticket, mut parked) = waiting
+            .take(state, &binding)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        // Every response is read before any is given: a bad one leaves the call as
+        // it was, for the client to answer again.
+        let mut answers = HashMap::new();
+        for asked in &parked.open {
+            if let Some(value) = responses.get(&asked.key) {
+                match input::Response::read(&asked.key, value) {
+                    Ok(response) => {
+                        answers.insert(asked.key.clone(), response);
+                    }
+                    Err(problem) => {
+                        waiting.restore(ticket, parked);
+                        return Err(ErrorData::invalid_params(problem, None));
+                    }
+                }
+            }
+        }
+        for asked in std::mem::take(&mut parked.open) {
+            match answers.remove(&asked.key) {
+                Some(response) => asked.answer(response),
+                // Asked again, in the next round.
+                None => parked.open.push(asked),
+            }
+        }
+        self.drive(parked, responses, Some(ticket), context).await
+    }
+
+    /// Runs the call until its result, or until it asks what `responses` does not
+    /// answer and waits for the client's input (protocol 2026-07-28).
+    async fn drive(
+        &self,
+        running: Parked,
+        responses: &InputResponses,
+        mut ticket: Option<input::Ticket>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Parked {
+            mut call,
+            mut asks,
+            mut open,
+            mut log,
+            binding,
+        } = running;
+        // A response answers one question of this request at most.
+        let mut used = HashSet::new();
         let progress = context.meta.get_progress_token();
         let mut updates = call.progress();
         // The plugin's own reports replace the heartbeat from the first one on; the
@@ -253,6 +374,31 @@ impl SessionState {
         let start = Instant::now();
         let mut ticks = tokio::time::interval_at(start + FIRST_PROGRESS, PROGRESS_INTERVAL);
         let outcome = loop {
+            if !open.is_empty() {
+                let parked = Parked {
+                    call,
+                    asks,
+                    open,
+                    log,
+                    binding: binding.clone(),
+                };
+                match self.shared.waiting.park(ticket.take(), parked) {
+                    Ok(result) => return Ok(result.into()),
+                    Err(back) => {
+                        Parked {
+                            call,
+                            asks,
+                            open,
+                            log,
+                            ..
+                        } = *back;
+                        let reason = self.shared.waiting.full_reason();
+                        for asked in open.drain(..) {
+                            asked.unanswered(&reason);
+                        }
+                    }
+                }
+            }
             tokio::select! {
                 biased;
                 Some(line) = next_line(&mut log) => {
@@ -268,6 +414,24 @@ impl SessionState {
                 () = self.shared.shutdown.cancelled() => {
                     call.cancel("the server is shutting down");
                     return Err(ErrorData::internal_error("the server is shutting down", None));
+                }
+                Some(asked) = next_ask(&mut asks) => {
+                    let mut next = Some(asked);
+                    while let Some(asked) = next {
+                        match responses.get(&asked.key).filter(|_| used.insert(asked.key.clone())) {
+                            Some(value) => match input::Response::read(&asked.key, value) {
+                                Ok(response) => asked.answer(response),
+                                Err(problem) => {
+                                    call.cancel("the MCP client's response was refused");
+                                    return Err(ErrorData::invalid_params(problem, None));
+                                }
+                            },
+                            None => open.push(asked),
+                        }
+                        // What other coroutines of the call asked meanwhile goes in
+                        // the same round.
+                        next = asks.as_mut().and_then(|asks| asks.try_recv().ok());
+                    }
                 }
                 update = updates.next(), if updates_open => match (update, &progress) {
                     (Some(update), Some(token)) => {
@@ -295,9 +459,9 @@ impl SessionState {
         }
         // A structured result cut to the output limits is no longer JSON: text only.
         if let Some(value) = call.structured() {
-            return Ok(CallToolResult::structured(value));
+            return Ok(CallToolResult::structured(value).into());
         }
-        Ok(super::content::result(&outcome))
+        Ok(super::content::result(&outcome).into())
     }
 
     /// A call of `search_tools`: when it found tools the session did not list, the
@@ -349,6 +513,24 @@ impl SessionState {
             .lock()
             .unwrap_or_else(PoisonError::into_inner))
     }
+}
+
+/// What the call asks next, if it may ask by input-required results (else never).
+async fn next_ask(
+    asks: &mut Option<mpsc::UnboundedReceiver<input::Asked>>,
+) -> Option<input::Asked> {
+    match asks {
+        Some(asks) => asks.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether the request asks its client by input-required results (protocol
+/// 2026-07-28 or later) rather than by server-to-client requests.
+fn asks_by_result(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// The next line of a call's log, if it is listened to (else never).
@@ -411,6 +593,19 @@ fn floor_tool() -> Tool {
             ("properties".to_string(), serde_json::json!({})),
         ]),
     )
+}
+
+/// Whether `schema` declares an `x-mcp-header` on a property reached through
+/// `properties` alone, where SEP-2243 allows one.
+fn declares_header(schema: &JsonObject) -> bool {
+    let Some(serde_json::Value::Object(properties)) = schema.get("properties") else {
+        return false;
+    };
+    properties.values().any(|property| {
+        property.as_object().is_some_and(|property| {
+            property.contains_key("x-mcp-header") || declares_header(property)
+        })
+    })
 }
 
 /// "Method not found" for `method`, saying what the server offers.
@@ -481,12 +676,21 @@ impl ServerHandler for ToolServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // rmcp asks for the schema to check a request's `Mcp-Param-*` headers against
+        // its arguments (SEP-2243); a tool whose schema declares no header needs no
+        // copy of it.
+        let runtime = self.shared.runtime();
+        let schema = runtime.tool(name)?.params_schema.as_ref()?.as_object()?;
+        declares_header(schema).then(|| Tool::new_with_raw(name.to_string(), None, schema.clone()))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.run(request, context).await.map(CallToolResponse::from)
+        self.run(request, context).await
     }
 
     async fn complete(

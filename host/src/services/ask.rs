@@ -26,6 +26,18 @@ pub const MAX_SCHEMA: usize = 16 * 1024;
 /// The most fields one form may have.
 pub const MAX_FIELDS: usize = 32;
 
+/// The largest answer a plugin is given, as JSON text: a client that sends more is
+/// refused rather than passed on into the plugin's memory.
+pub const MAX_ANSWER: usize = 64 * 1024;
+
+/// The form's keyword that names its question, for callers that key questions (an
+/// MCP input-required result names each input request): 1-64 of `A-Z a-z 0-9 _ - .`.
+/// Clients never see it.
+pub const KEY_KEYWORD: &str = "x-toolcell-key";
+
+/// The longest question key.
+const MAX_KEY: usize = 64;
+
 /// A question on its way to whoever answers it.
 #[derive(Debug, Clone)]
 pub struct Question {
@@ -139,6 +151,14 @@ impl Questions {
             schema,
         };
         match route.handler.ask(question).await {
+            Reply::Accepted(answer)
+                if Value::Object(answer.clone()).to_string().len() > MAX_ANSWER =>
+            {
+                Reply::Unanswered(format!(
+                    "the answer is larger than {}, the most a plugin is given",
+                    format_bytes(MAX_ANSWER as u64)
+                ))
+            }
             Reply::Accepted(answer) => match check_answer(&form, &answer) {
                 Ok(()) => Reply::Accepted(answer),
                 Err(problem) => {
@@ -186,9 +206,22 @@ pub fn check_schema(text: &str) -> Result<Map<String, Value>, String> {
     for key in schema.keys() {
         if !matches!(
             key.as_str(),
-            "type" | "properties" | "required" | "title" | "description" | "$schema"
+            "type" | "properties" | "required" | "title" | "description" | "$schema" | KEY_KEYWORD
         ) {
             return Err(format!("the form has '{key}', which a form cannot have"));
+        }
+    }
+    if let Some(key) = schema.get(KEY_KEYWORD) {
+        let fits = key.as_str().is_some_and(|key| {
+            (1..=MAX_KEY).contains(&key.len())
+                && key
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || b"_-.".contains(&byte))
+        });
+        if !fits {
+            return Err(format!(
+                "the form's '{KEY_KEYWORD}' must be a string of 1-{MAX_KEY} letters, digits, '_', '-' or '.'"
+            ));
         }
     }
     if schema.get("type").and_then(Value::as_str) != Some("object") {
@@ -225,6 +258,20 @@ pub fn check_schema(text: &str) -> Result<Map<String, Value>, String> {
         Some(_) => return Err("required must be an array of field names".to_string()),
     }
     Ok(schema)
+}
+
+/// The key the form names its question with ([`KEY_KEYWORD`]), if any.
+#[cfg(feature = "mcp")]
+pub fn question_key(schema: &Map<String, Value>) -> Option<&str> {
+    schema.get(KEY_KEYWORD).and_then(Value::as_str)
+}
+
+/// The form as a client's user sees it: without [`KEY_KEYWORD`].
+#[cfg(feature = "mcp")]
+pub fn client_form(schema: &Map<String, Value>) -> Map<String, Value> {
+    let mut form = schema.clone();
+    form.remove(KEY_KEYWORD);
+    form
 }
 
 /// Checks one field of a form.
@@ -352,6 +399,55 @@ mod tests {
             "x".repeat(MAX_SCHEMA)
         );
         assert!(check_schema(&big).unwrap_err().contains("at most 16 KiB"));
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn a_form_names_its_question_for_the_host_alone() {
+        let form = check_schema(
+            r#"{"x-toolcell-key":"user_name","type":"object","properties":{"name":{"type":"string"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(question_key(&form), Some("user_name"));
+        assert!(!client_form(&form).contains_key(KEY_KEYWORD));
+        assert_eq!(client_form(&form).len(), form.len() - 1);
+        for key in [
+            r#""a b""#,
+            r#""""#,
+            "7",
+            &format!(r#""{}""#, "k".repeat(65)),
+        ] {
+            let text = format!(
+                r#"{{"x-toolcell-key":{key},"type":"object","properties":{{"n":{{"type":"string"}}}}}}"#
+            );
+            let error = check_schema(&text).expect_err(&text);
+            assert!(
+                error.contains("'x-toolcell-key' must be a string of 1-64"),
+                "{error}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_larger_than_the_limit_never_reaches_the_plugin() {
+        let schema =
+            check_schema(r#"{"type":"object","properties":{"s":{"type":"string"}}}"#).unwrap();
+        let handler = |_question: Question| async {
+            let mut answer = Map::new();
+            answer.insert("s".into(), Value::String("x".repeat(MAX_ANSWER)));
+            Reply::Accepted(answer)
+        };
+        let questions = Questions::Route(Arc::new(Route {
+            handler: Arc::new(handler),
+            tool: "t".into(),
+            envelope: None,
+        }));
+        assert_eq!(
+            questions.ask(1, "p".into(), "say", schema).await,
+            Reply::Unanswered(
+                "the answer is larger than 64 KiB, the most a plugin is given".to_string()
+            )
+        );
     }
 
     #[tokio::test]

@@ -82,3 +82,17 @@ clm.tool_register("test_logging_tool", {
     ctx:complete("logged")
   end,
 })
+
+-- Declares a custom header (SEP-2243): a 2026-07-28 request must carry its argument
+-- `region` as the header `Mcp-Param-Region` too (http-custom-header-server-validation).
+clm.tool_register("test_custom_header", {
+  description = "Echoes its region, which comes as a header too",
+  params_schema = {
+    type = "object",
+    properties = { region = { type = "string", ["x-mcp-header"] = "Region" } },
+    required = { "region" },
+  },
+  invoke = function(args, ctx)
+    ctx:complete("region " .. args.region)
+  end,
+})
