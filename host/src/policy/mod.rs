@@ -4,9 +4,12 @@
 //! API, `call` and `serve`; docs/policy.md is the guide.
 //!
 //! - `approval`: decisions, the resolver chain, sessions' approvals and who answers `ask`;
-//! - `rules`: the user's rules (`[permissions]`, `--allow`/`--ask`/`--deny`) and presets;
 //! - `interceptors`: `before` and `after`;
-//! - `caps`: `max_concurrent` per tool, plugin and runtime.
+//! - `caps`: `max_concurrent` per tool, plugin and runtime;
+//! - `plugin_info`: what a runtime reports of a loaded plugin, and resolvers are shown.
+//!
+//! The user's rules (`[permissions]`, `--allow`/`--ask`/`--deny`) and presets are read
+//! with the rest of the configuration (`config::permissions`) and re-exported here.
 //!
 //! What depends on the tool alone is worked out once per tool when the registry is built
 //! (its [`Gate`]). A tool with nothing to do (allowed without asking, no interceptor, no

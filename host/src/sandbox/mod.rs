@@ -1,8 +1,10 @@
 //! One plugin, one sandbox: a wasmtime component instance in its own `Store`, whose
 //! steps take turns under the plugin's supervisor.
 //!
+//! - `wit`: the bindings of the WIT worlds the host links, one file per older version;
 //! - `state`: what the store holds and the host services the plugin imports;
-//! - `ops`: the plugin's asynchronous operations (HTTP, timers);
+//! - `operations`: the plugin's asynchronous operations (HTTP, timers, questions);
+//! - `log`: the plugin's log lines, under its log budget, to every sink;
 //! - `limiter`: the hard memory cap;
 //! - `instance`: creating an instance, loading the plugin, and running steps under
 //!   fuel and deadline backstops;
