@@ -80,9 +80,10 @@ pub async fn costs(flags: crate::EngineFlags) {
 
     // One plugin; then 1000 copies of it (one compiled component, 1000 instances); then
     // distinct plugins, each with code of its own.
+    // Named after its id, as every .wasm plugin must be.
     let one = |bytes: &[u8]| {
         let dir = plugin_dir(&[]);
-        install(dir.path(), "p00000", bytes);
+        install(dir.path(), "trivial", bytes);
         dir
     };
     let (plain_one, compiled_one) = (one(&plain), one(&compiled));
